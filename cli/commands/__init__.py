@@ -1,0 +1,1 @@
+"""One module per `grpo` command; cli/main.py only wires them."""

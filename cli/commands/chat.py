@@ -1,0 +1,10 @@
+"""(stub) grpo chat."""
+
+from __future__ import annotations
+
+from cli.common import GrpoError, handle_errors
+
+
+@handle_errors
+def chat() -> None:
+    raise GrpoError("grpo chat is not implemented yet")

@@ -1,0 +1,56 @@
+"""`grpo` — entry point. This module only wires the commands; each lives in cli/commands/<name>.py.
+
+Heavy frameworks (torch, trl, unsloth, vllm, llama_cpp) are imported inside command bodies, so
+`grpo --help` stays instant.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli import __version__
+from cli.commands import chat, doctor, eval as eval_cmd, export, grpo, prep, sft
+
+app = typer.Typer(
+    name="grpo",
+    help="Teach small LLMs to reason: prep → sft → grpo → export → chat, one run directory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"grpo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Two-stage reasoning recipe (SFT format warm-up, then GRPO) on Unsloth + TRL."""
+
+
+app.command("prep", help=prep.__doc__)(prep.prep)
+app.command("sft", help=sft.__doc__)(sft.sft)
+app.command("grpo", help=grpo.__doc__)(grpo.grpo)
+app.command("export", help=export.__doc__)(export.export)
+app.command("chat", help=chat.__doc__)(chat.chat)
+app.command("eval", help=eval_cmd.__doc__)(eval_cmd.eval_)
+app.command("doctor", help=doctor.__doc__)(doctor.doctor)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""The run directory: the spine that chains the stages.
+
+``runs/<name>/`` holds ``config.yaml`` (fully resolved), ``manifest.json`` (package versions, data
+hashes, the format-contract hash, timings per stage), ``data/``, ``sft/``, ``grpo/`` (checkpoints),
+``export/``, ``eval/`` and ``logs/metrics.jsonl``. Every write is atomic (temp file + rename, or a
+temp folder renamed into place), so an interrupted stage never leaves a half-written artifact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from cli.common import GrpoError
+
+# Which command makes each artifact: used to tell the user what to run first.
+PRODUCER = {
+    "data": "grpo prep NAME",
+    "sft": "grpo sft",
+    "grpo": "grpo grpo",
+    "export": "grpo export",
+}
+
+VERSIONED_PACKAGES = (
+    "grpo", "torch", "transformers", "trl", "peft", "unsloth", "unsloth_zoo", "vllm", "datasets",
+    "accelerate", "bitsandbytes", "numpy", "llama_cpp_python",
+)
+
+
+def package_versions(names: tuple[str, ...] = VERSIONED_PACKAGES) -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = version(name.replace("_", "-"))
+        except PackageNotFoundError:
+            try:
+                out[name] = version(name)
+            except PackageNotFoundError:
+                out[name] = None
+    return out
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """Yield a temp folder beside ``final``; on success it replaces ``final`` in one rename."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old.{os.getpid()}")
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class RunDir:
+    """Paths and bookkeeping of one run directory."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    # ---- layout ----------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.path / "data"
+
+    @property
+    def sft_dir(self) -> Path:
+        return self.path / "sft"
+
+    @property
+    def grpo_dir(self) -> Path:
+        return self.path / "grpo"
+
+    @property
+    def export_dir(self) -> Path:
+        return self.path / "export"
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.path / "eval"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.logs_dir / "metrics.jsonl"
+
+    # ---- checks ----------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    def ensure(self) -> None:
+        if self.path.exists() and not self.path.is_dir():
+            raise GrpoError(f"run directory {self.path} exists and is not a directory")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except PermissionError:
+            raise GrpoError(f"cannot create run directory {self.path}: permission denied") from None
+        if not os.access(self.path, os.W_OK):
+            raise GrpoError(f"run directory {self.path} is not writable")
+
+    def require(self, path: Path, stage: str, what: str | None = None) -> Path:
+        """Return ``path`` or fail telling which command makes it."""
+        if not self.path.is_dir():
+            raise GrpoError(
+                f"no run directory at {self.path}: start a run with `grpo prep NAME --run {self.path}` "
+                "(or pass --run DIR)"
+            )
+        if not Path(path).exists():
+            hint = PRODUCER.get(stage, f"grpo {stage}")
+            raise GrpoError(
+                f"{what or stage} not found in {self.path} ({Path(path).relative_to(self.path)}): "
+                f"run `{hint} --run {self.path}` first"
+            )
+        return Path(path)
+
+    # ---- config ----------------------------------------------------------------------------
+    def saved_config(self) -> dict[str, Any] | None:
+        if not self.config_path.exists():
+            return None
+        from cli.config import load_yaml
+
+        return load_yaml(self.config_path)
+
+    def save_config(self, cfg: Any) -> None:
+        from cli.config import to_yaml
+
+        self.ensure()
+        atomic_write_text(self.config_path, to_yaml(cfg))
+
+    # ---- manifest --------------------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        if not self.manifest_path.exists():
+            return {"stages": {}}
+        try:
+            return json.loads(self.manifest_path.read_text())
+        except json.JSONDecodeError:
+            raise GrpoError(f"{self.manifest_path} is corrupt (not JSON): delete it or start a new run") from None
+
+    def record_stage(self, stage: str, info: Mapping[str, Any]) -> None:
+        """Merge ``info`` into ``manifest.json['stages'][stage]`` (atomically)."""
+        self.ensure()
+        data = self.manifest()
+        stages = data.setdefault("stages", {})
+        entry = stages.setdefault(stage, {})
+        entry.update(info)
+        data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        atomic_write_json(self.manifest_path, data)
+
+    @contextlib.contextmanager
+    def stage(self, name: str, cfg: Any, **extra: Any) -> Iterator[dict[str, Any]]:
+        """Time a stage and record it (versions, contract hash, timings) when it succeeds.
+
+        The yielded dict collects stage results (data hashes, output paths, metrics).
+        """
+        self.ensure()
+        info: dict[str, Any] = {}
+        start = time.time()
+        yield info
+        spec = cfg.format_spec()
+        record = {
+            "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "seconds": round(time.time() - start, 2),
+            "versions": package_versions(),
+            "format_contract_sha256": spec.contract_hash(),
+            "model": cfg.model,
+            **extra,
+            **info,
+        }
+        self.record_stage(name, record)
+
+    def log_metrics(self, row: Mapping[str, Any]) -> None:
+        """Append one JSON line to ``logs/metrics.jsonl`` (a single write: lines never interleave)."""
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(dict(row), default=float) + "\n"
+        with open(self.metrics_path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+
+
+def resolve_config(
+    run: RunDir,
+    *,
+    preset: str | None = None,
+    config_file: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    dry_run: bool = False,
+) -> Any:
+    """Resolve the config of ``run`` (saved < preset < --config < flags); ``--dry-run`` prints it and exits."""
+    from cli.config import resolve, to_yaml
+
+    saved = run.saved_config() if run.path.is_dir() else None
+    cfg = resolve(saved=saved, preset=preset, config_file=config_file, overrides=overrides)
+    if dry_run:
+        import typer
+
+        typer.echo(to_yaml(cfg), nl=False)
+        raise typer.Exit(0)
+    return cfg
