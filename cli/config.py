@@ -35,10 +35,11 @@ class LoraConfig:
 class PrepConfig:
     dataset: str = "gsm8k"
     source: str | None = None  # local .jsonl/.parquet/.csv instead of the hub
-    split: str = "train"
+    split: str | None = None  # hub split; None -> the dataset's own (train; MATH-500: test; openmath-mini: cot)
     limit: int | None = None
     eval_size: int = 50  # held-out prompts for `grpo eval` / export verification
     prompt_quantile: float = 0.9  # seed 000: keep prompts up to the 90th-percentile token length
+    keep_non_numeric: bool = False  # seed 000 keeps numeric answers only; MATH-style answers need this
     seed: int = 3407
 
 
