@@ -216,4 +216,6 @@ def get_spec(spec: FormatSpec | str | Mapping[str, Any] | None = None) -> Format
             ) from None
     if isinstance(spec, Mapping):
         return FormatSpec.from_dict(spec)
-    raise TypeError(f"format spec must be a FormatSpec, a preset name or a mapping, got {type(spec).__name__}")
+    raise TypeError(
+        f"format spec must be a FormatSpec, a preset name or a mapping, got {type(spec).__name__}"
+    )

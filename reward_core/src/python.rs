@@ -17,7 +17,7 @@ use pyo3::{create_exception, intern};
 use crate::{parallel, unicode, Batch000, Error, Scorer, Scores, Tags, SEED000_NAMES};
 
 create_exception!(
-    _core,
+    py_rewards._core,
     RewardCorePanic,
     PyRuntimeError,
     "A bug in the Rust reward core (a Rust panic), raised as a normal exception."

@@ -1,0 +1,60 @@
+"""py_rewards: the GRPO format and answer rewards of the seed recipes, exact and linear-time.
+
+The scoring runs in Rust (``py_rewards._core``); :mod:`py_rewards.reference` keeps the seeds'
+Python as the test oracle and a fallback backend. Importing this package needs only numpy.
+
+>>> from py_rewards import REGISTRY, make_reward_funcs
+>>> sorted(REGISTRY)[:3]
+['check_answer', 'check_answer_accuracy', 'check_numbers']
+"""
+
+from __future__ import annotations
+
+from . import reference
+from ._core import RewardCorePanic, Scorer, runtime_info
+from .rewards import (
+    BACKEND_ENV,
+    REGISTRY,
+    RewardFunc,
+    check_answer,
+    check_answer_accuracy,
+    check_numbers,
+    check_numeric_extraction,
+    cosine_correctness_reward_func,
+    get_reward,
+    get_scorer,
+    int_parsable_reward_func,
+    make_reward_funcs,
+    match_format_approximately,
+    match_format_exactly,
+    score_seed000,
+    strict_format_reward_func,
+)
+from .spec import PRESETS, FormatSpec, RewardScores, get_spec
+
+__all__ = [
+    "BACKEND_ENV",
+    "PRESETS",
+    "REGISTRY",
+    "FormatSpec",
+    "RewardCorePanic",
+    "RewardFunc",
+    "RewardScores",
+    "Scorer",
+    "check_answer",
+    "check_answer_accuracy",
+    "check_numbers",
+    "check_numeric_extraction",
+    "cosine_correctness_reward_func",
+    "get_reward",
+    "get_scorer",
+    "get_spec",
+    "int_parsable_reward_func",
+    "make_reward_funcs",
+    "match_format_approximately",
+    "match_format_exactly",
+    "reference",
+    "runtime_info",
+    "score_seed000",
+    "strict_format_reward_func",
+]
