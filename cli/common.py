@@ -34,7 +34,10 @@ class GrpoError(Exception):
 
 def fail(message: str, code: int = 2) -> None:
     """Print ``error: message`` to stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    from rich.markup import escape
+
+    # Escaped: messages hold paths and hints like 'grpo[train]' that rich would read as markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
