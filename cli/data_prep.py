@@ -20,13 +20,14 @@ seed line it reproduces:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import socket
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,6 +223,38 @@ def _env_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+@contextlib.contextmanager
+def offline_unless_reachable(timeout: float = 3.0) -> Iterator[bool]:
+    """Hub clients in offline mode (local cache only) while the hub is unreachable; yields ``offline``.
+
+    Without this, every hub call (``load_dataset``, ``from_pretrained``) retries for ~30 s before failing
+    on a machine with no network.
+    """
+    offline = _env_offline() or not hub_reachable(timeout)
+    mods = []
+    if offline:
+        import importlib
+
+        for name in ("huggingface_hub.constants", "datasets.config"):
+            try:
+                mods.append(importlib.import_module(name))
+            except ImportError:
+                pass
+    saved = [(m, m.HF_HUB_OFFLINE) for m in mods if hasattr(m, "HF_HUB_OFFLINE")]
+    try:
+        for m, _ in saved:
+            m.HF_HUB_OFFLINE = True
+        yield offline
+    finally:
+        for m, value in saved:
+            m.HF_HUB_OFFLINE = value
+
+
+def is_hub_model(name: str) -> bool:
+    """Whether loading ``name`` goes to the hub (not a built-in, not a local folder)."""
+    return name not in ("tiny", "gemma3-270m", "gemma-3-270m") and not Path(name).expanduser().exists()
+
+
 def load_hub(ds: HubDataset, split: str | None = None, limit: int | None = None) -> Loaded:
     """``datasets.load_dataset`` by hub name; fails fast when neither the hub nor the cache has it.
 
@@ -229,29 +262,21 @@ def load_hub(ds: HubDataset, split: str | None = None, limit: int | None = None)
     reachable, load in offline mode (the local cache only), which fails in about a second.
     """
     split = split or ds.split
-    offline = _env_offline() or not hub_reachable()
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
     try:
         import datasets
-        import datasets.config as dconfig
-        import huggingface_hub.constants as hconst
     except ImportError as exc:
         raise GrpoError(f"loading {ds.repo} from the hub needs the 'datasets' package ({exc}); "
                         "pip install datasets, or pass --source FILE") from None
-    saved = (hconst.HF_HUB_OFFLINE, dconfig.HF_HUB_OFFLINE)
-    if offline:
-        hconst.HF_HUB_OFFLINE = True
-        dconfig.HF_HUB_OFFLINE = True
     hub_split = f"{split}[:{limit}]" if limit is not None else split
-    try:
-        dataset = datasets.load_dataset(ds.repo, ds.config, split=hub_split)
-    except Exception as exc:  # noqa: BLE001 - any hub/cache failure becomes one line
-        reason = "hub not reachable and not in the local cache" if offline else (
-            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        raise HubUnavailable(f"cannot load {ds.repo} ({reason})") from None
-    finally:
-        hconst.HF_HUB_OFFLINE, dconfig.HF_HUB_OFFLINE = saved
+    with offline_unless_reachable() as offline:
+        try:
+            dataset = datasets.load_dataset(ds.repo, ds.config, split=hub_split)
+        except Exception as exc:  # noqa: BLE001 - any hub/cache failure becomes one line
+            reason = "hub not reachable and not in the local cache" if offline else (
+                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            raise HubUnavailable(f"cannot load {ds.repo} ({reason})") from None
     keep = [c for c in dataset.column_names if c in USEFUL_COLUMNS]
     dataset = dataset.select_columns(keep)
     records = dataset.to_list()

@@ -152,7 +152,11 @@ def prep(
 
     from cli.models import load_tokenizer
 
-    tokenizer = load_tokenizer(cfg, rundir)
+    if dp.is_hub_model(str(cfg.model)):
+        with dp.offline_unless_reachable():
+            tokenizer = load_tokenizer(cfg, rundir)
+    else:
+        tokenizer = load_tokenizer(cfg, rundir)
     spec = cfg.format_spec()
     lengths = dp.prompt_lengths(tokenizer, spec, questions)
     max_len, keep = dp.quantile_cut(lengths, pc.prompt_quantile)
