@@ -35,7 +35,7 @@ class LoraConfig:
 class PrepConfig:
     dataset: str = "gsm8k"
     source: str | None = None  # local .jsonl/.parquet/.csv instead of the hub
-    split: str | None = None  # hub split; None -> the dataset's own (train; MATH-500: test; openmath-mini: cot)
+    split: str | None = None  # hub split; None -> the dataset's own (MATH-500: test; openmath-mini: cot)
     limit: int | None = None
     eval_size: int = 50  # held-out prompts for `grpo eval` / export verification
     prompt_quantile: float = 0.9  # seed 000: keep prompts up to the 90th-percentile token length
