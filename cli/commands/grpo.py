@@ -1,10 +1,241 @@
-"""(stub) grpo grpo."""
+"""Stage 2: GRPO with the Rust reward core (seed 000: G=4, lr 5e-6, temperature 1.0, min_p 0.1).
+
+Continues the run's SFT adapter when there is one (`grpo sft` first is recommended), samples --gens
+completions per prompt, scores them with the rewards of grpo.rewards (py_rewards names or dotted
+paths, with weights) and writes the adapter to <run>/grpo/adapter, checkpoints to
+<run>/grpo/checkpoints. Example: `grpo grpo --gens 4 --max-steps 100`. Ctrl-C saves a checkpoint;
+`--resume` continues from the latest one.
+"""
 
 from __future__ import annotations
 
-from cli.common import GrpoError, handle_errors
+from typing import Annotated
+
+import typer
+
+from cli.commands.sft import check_model_unchanged
+from cli.common import (
+    DEFAULT_RUN,
+    BackendOpt,
+    ConfigOpt,
+    DryRunOpt,
+    GrpoError,
+    ModelOpt,
+    PresetOpt,
+    RunOpt,
+    err_console,
+    handle_errors,
+)
+from cli.rundir import RunDir, resolve_config
+
+TRAIN = "Training"
+SAMPLING = "Sampling"
+LOG = "Checkpoints and logging"
 
 
 @handle_errors
-def grpo() -> None:
-    raise GrpoError("grpo grpo is not implemented yet")
+def grpo(
+    run: RunOpt = DEFAULT_RUN,
+    config: ConfigOpt = None,
+    preset: PresetOpt = None,
+    dry_run: DryRunOpt = False,
+    model: ModelOpt = None,
+    backend: BackendOpt = None,
+    gens: Annotated[
+        int | None,
+        typer.Option(
+            "--gens",
+            min=2,
+            help="Completions per prompt, the group size G (seed 000: 4).",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            help="Completions per device step; a multiple of --gens (default: --gens, one prompt per step).",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    max_completion_length: Annotated[
+        int | None,
+        typer.Option(
+            "--max-completion-length",
+            min=1,
+            help="Completion token cap (default: max_seq_length minus prep's prompt cut).",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            "--temperature", min=0.0, help="Sampling temperature (seed 000: 1.0).", rich_help_panel=SAMPLING
+        ),
+    ] = None,
+    vllm: Annotated[
+        str | None,
+        typer.Option(
+            "--vllm",
+            help="Rollouts through vLLM: auto (GPU + vllm installed), on or off.",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", min=1, help="Optimizer steps (seed 000: 100).", rich_help_panel=TRAIN),
+    ] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option("--lr", min=0.0, help="Learning rate (seed 000: 5e-6).", rich_help_panel=TRAIN),
+    ] = None,
+    beta: Annotated[
+        float | None,
+        typer.Option(
+            "--beta", min=0.0, help="KL coefficient (0: no reference model).", rich_help_panel=TRAIN
+        ),
+    ] = None,
+    loss_type: Annotated[
+        str | None,
+        typer.Option("--loss-type", help="TRL loss: dapo, grpo, dr_grpo, bnpo, ...", rich_help_panel=TRAIN),
+    ] = None,
+    scale_rewards: Annotated[
+        str | None,
+        typer.Option(
+            "--scale-rewards", help="Advantage scaling: group, batch or none.", rich_help_panel=TRAIN
+        ),
+    ] = None,
+    rewards: Annotated[
+        str | None,
+        typer.Option(
+            "--rewards",
+            help="Comma list of name[=weight]: py_rewards names or dotted paths "
+            "(default: the four seed-000 rewards).",
+            rich_help_panel=TRAIN,
+        ),
+    ] = None,
+    dora: Annotated[
+        bool | None,
+        typer.Option(
+            "--dora/--no-dora",
+            help="DoRA on a fresh adapter (~12x slower per step; vLLM cannot serve it).",
+            rich_help_panel=TRAIN,
+        ),
+    ] = None,
+    allow_dora_merge: Annotated[
+        bool,
+        typer.Option(
+            "--allow-dora-merge",
+            help="Allow DoRA with vLLM rollouts by merging the adapter into "
+            "the weights before each sync (hf backend, TRL colocate).",
+            rich_help_panel=TRAIN,
+        ),
+    ] = False,
+    save_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--save-steps", min=0, help="Checkpoint every N steps (0: only at the end).", rich_help_panel=LOG
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue from the latest checkpoint in <run>/grpo/checkpoints.",
+            rich_help_panel=LOG,
+        ),
+    ] = False,
+    report_to: Annotated[
+        str | None,
+        typer.Option("--report-to", help="tensorboard, wandb, swanlab or none.", rich_help_panel=LOG),
+    ] = None,
+) -> None:
+    rd = RunDir(run)
+    check_model_unchanged(rd, model)
+    cfg = resolve_config(
+        rd,
+        preset=preset,
+        config_file=config,
+        overrides={
+            "model": model,
+            "backend": backend,
+            "lora.dora": dora,
+            "grpo.gens": gens,
+            "grpo.batch_size": batch_size,
+            "grpo.max_completion_length": max_completion_length,
+            "grpo.temperature": temperature,
+            "grpo.vllm": vllm,
+            "grpo.max_steps": max_steps,
+            "grpo.learning_rate": lr,
+            "grpo.beta": beta,
+            "grpo.loss_type": loss_type,
+            "grpo.scale_rewards": scale_rewards,
+            "grpo.rewards": rewards,
+            "grpo.save_steps": save_steps,
+            "grpo.report_to": report_to,
+        },
+        dry_run=dry_run,
+    )
+    g = cfg.grpo
+    # Cheap checks first: a bad flag fails in a second, before any model is loaded.
+    batch = g.batch_size or g.gens
+    if batch % g.gens:
+        raise GrpoError(
+            f"--batch-size {batch} is not a multiple of --gens {g.gens}: TRL scores whole groups per device "
+            f"batch; use --batch-size {g.gens * max(1, batch // g.gens)} or leave it unset (= --gens)"
+        )
+    if g.scale_rewards not in ("group", "batch", "none"):
+        raise GrpoError(f"--scale-rewards must be group, batch or none, not {g.scale_rewards!r}")
+    from cli.training import backends
+    from cli.training.rewards import resolve_rewards
+    from cli.training.stages import latest_checkpoint
+
+    reward_list = resolve_rewards(g.rewards, cfg.format_spec())
+    adapter = rd.sft_dir / "adapter"
+    adapter = adapter if (adapter / "adapter_config.json").exists() else None
+    uses_dora = backends.adapter_settings(adapter)["dora"] if adapter else cfg.lora.dora
+    chosen = backends.choose_backend(cfg.backend)
+    if uses_dora and g.vllm != "off" and (g.vllm == "on" or backends.decide_vllm("auto")):
+        if not allow_dora_merge:
+            raise GrpoError(
+                "DoRA adapters cannot be served by vLLM: use --no-dora (on a fresh run), --vllm off "
+                "(HF generate, slower) or --allow-dora-merge (merge into the weights before each rollout "
+                "sync)"
+            )
+        if chosen == "unsloth":
+            err_console.print(
+                "[yellow]note:[/] --allow-dora-merge: using the hf backend (TRL colocate vLLM merges "
+                "the adapter before each weight sync); Unsloth's vLLM path serves LoRA only"
+            )
+            chosen = "hf"
+    use_vllm = backends.decide_vllm(g.vllm)
+    checkpoint = None
+    if resume:
+        checkpoint = latest_checkpoint(rd.grpo_dir / "checkpoints")
+        if checkpoint is None:
+            raise GrpoError(
+                f"--resume: no checkpoint in {rd.grpo_dir / 'checkpoints'}: "
+                "run `grpo grpo --save-steps N` first"
+            )
+    rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
+    if adapter is None and checkpoint is None:
+        err_console.print(
+            "[yellow]note:[/] no SFT adapter in this run: GRPO starts from the base model "
+            "(`grpo sft` first teaches the format, so rewards vary from the first steps)"
+        )
+    rd.save_config(cfg)
+    from cli.training.stages import run_grpo
+
+    with rd.stage("grpo", cfg, backend=chosen) as info:
+        info.update(
+            run_grpo(
+                cfg,
+                rd,
+                backend=chosen,
+                rewards=reward_list,
+                use_vllm=use_vllm,
+                resume=checkpoint,
+                adapter=adapter,
+            )
+        )

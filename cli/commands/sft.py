@@ -1,10 +1,92 @@
-"""(stub) grpo sft."""
+"""Stage 1: a short LoRA SFT that teaches the output format (seed 000: ~59 examples, 60 steps).
+
+Reads the prepped data of the run (`grpo prep` first) and writes the LoRA adapter + tokenizer to
+<run>/sft/adapter; `grpo grpo` then continues that adapter. Example: `grpo sft --max-steps 60`.
+"""
 
 from __future__ import annotations
 
-from cli.common import GrpoError, handle_errors
+from typing import Annotated
+
+import typer
+
+from cli.common import (
+    DEFAULT_RUN,
+    BackendOpt,
+    ConfigOpt,
+    DryRunOpt,
+    GrpoError,
+    ModelOpt,
+    PresetOpt,
+    RunOpt,
+    handle_errors,
+)
+from cli.rundir import RunDir, resolve_config
+
+TRAIN_PANEL = "Training"
+
+
+def check_model_unchanged(run: RunDir, model: str | None) -> None:
+    """A run's adapters belong to its model: refuse a different --model once one exists."""
+    saved = run.saved_config() if run.path.is_dir() else None
+    if not model or not saved or saved.get("model") in (None, model):
+        return
+    if (run.sft_dir / "adapter").exists() or (run.grpo_dir / "adapter").exists():
+        raise GrpoError(
+            f"run {run.path} was trained on model {saved['model']!r}; its adapters do not fit {model!r}: "
+            "start a new run with --run DIR"
+        )
 
 
 @handle_errors
-def sft() -> None:
-    raise GrpoError("grpo sft is not implemented yet")
+def sft(
+    run: RunOpt = DEFAULT_RUN,
+    config: ConfigOpt = None,
+    preset: PresetOpt = None,
+    dry_run: DryRunOpt = False,
+    model: ModelOpt = None,
+    backend: BackendOpt = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--max-steps", min=1, help="Optimizer steps (seed 000: 60).", rich_help_panel=TRAIN_PANEL
+        ),
+    ] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option("--lr", min=0.0, help="Learning rate (seed 000: 2e-4).", rich_help_panel=TRAIN_PANEL),
+    ] = None,
+    examples: Annotated[
+        int | None,
+        typer.Option(
+            "--examples",
+            min=1,
+            help="How many format examples to train on (seed 000: ~59).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+) -> None:
+    rd = RunDir(run)
+    check_model_unchanged(rd, model)
+    cfg = resolve_config(
+        rd,
+        preset=preset,
+        config_file=config,
+        overrides={
+            "model": model,
+            "backend": backend,
+            "sft.max_steps": max_steps,
+            "sft.learning_rate": lr,
+            "sft.num_examples": examples,
+        },
+        dry_run=dry_run,
+    )
+    rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
+    from cli.training.backends import choose_backend
+
+    chosen = choose_backend(cfg.backend)
+    rd.save_config(cfg)  # remembers the model (and flags) for the next stages
+    from cli.training.stages import run_sft
+
+    with rd.stage("sft", cfg, backend=chosen) as info:
+        info.update(run_sft(cfg, rd, backend=chosen))

@@ -1,0 +1,309 @@
+"""Backends: ``unsloth`` (FastLanguageModel + TRL) and ``hf`` (transformers + peft + TRL).
+
+Unsloth patches transformers/TRL when it is imported, so :func:`import_backend` must run before
+anything imports ``trl``/``transformers``/``peft`` (Unsloth prints a warning and loses its speed-ups
+otherwise). Under ``hf`` Unsloth is never imported, so TRL runs unpatched.
+
+Both backends train a LoRA adapter. A later stage continues the run's previous adapter by building the
+same LoRA from the adapter's own ``adapter_config.json`` and loading its weights into it, so Unsloth's
+patched LoRA layers (and its vLLM LoRA hand-off) stay in place.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cli.common import GrpoError
+from cli.rundir import RunDir, atomic_dir
+from cli.training.console import err_console
+
+BACKENDS = ("unsloth", "hf")
+
+# Measured on one H200, Qwen3-4B-shaped weights, LoRA r=16, G=4x256 (DESIGN.md "Training backends").
+DORA_COST = (
+    "DoRA is on (lora.dora): on an H200 under Unsloth it measured 45–52 s per GRPO step vs 3.9 s for plain "
+    "rsLoRA (~12x slower); set lora.dora: false (--no-dora) unless you are reproducing a seed"
+)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unsloth_installed() -> bool:
+    return importlib.util.find_spec("unsloth") is not None
+
+
+def vllm_installed() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def choose_backend(requested: str) -> str:
+    """``auto`` → unsloth when installed, else hf. No heavy import happens here."""
+    if requested == "auto":
+        return "unsloth" if unsloth_installed() else "hf"
+    if requested not in BACKENDS:
+        raise GrpoError(f"unknown backend {requested!r} (choose unsloth, hf or auto)")
+    if requested == "unsloth" and not unsloth_installed():
+        raise GrpoError(
+            "--backend unsloth: unsloth is not installed (pip install 'grpo[train]'), or use --backend hf"
+        )
+    return requested
+
+
+def decide_vllm(mode: str) -> bool:
+    """Rollouts through vLLM? ``auto``: when vLLM is installed and CUDA is present."""
+    if mode == "off":
+        return False
+    have = vllm_installed() and cuda_available()
+    if mode == "on" and not have:
+        why = "vllm is not installed" if not vllm_installed() else "no CUDA GPU is visible"
+        raise GrpoError(f"--vllm on: {why}; use --vllm off (rollouts with HF generate)")
+    return have
+
+
+def import_backend(backend: str, *, use_vllm: bool = False) -> None:
+    """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires."""
+    if backend != "unsloth":
+        return
+    if use_vllm:
+        # Seed 000: vLLM standby frees the rollout engine's memory during the training pass.
+        os.environ.setdefault("UNSLOTH_VLLM_STANDBY", "1")
+    try:
+        import unsloth  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - a broken install (e.g. torchvision/torch mismatch) is one line
+        raise GrpoError(
+            f"cannot import unsloth ({type(exc).__name__}: {_first_line(exc)}); "
+            "fix the install or use --backend hf"
+        ) from None
+
+
+# ---- LoRA settings ------------------------------------------------------------------------------
+def adapter_settings(adapter: Path) -> dict[str, Any]:
+    """LoRA shape of a saved adapter (so the next stage rebuilds exactly that adapter)."""
+    path = Path(adapter) / "adapter_config.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GrpoError(f"cannot read {path}: {exc}; re-run the stage that wrote it") from None
+    targets = data.get("target_modules") or []  # a list, or a regex string
+    return {
+        "r": int(data.get("r", 16)),
+        "alpha": int(data.get("lora_alpha", data.get("r", 16))),
+        "dropout": float(data.get("lora_dropout", 0.0) or 0.0),
+        "target_modules": sorted(targets) if isinstance(targets, list) else targets,
+        "rslora": bool(data.get("use_rslora", False)),
+        "dora": bool(data.get("use_dora", False)),
+    }
+
+
+def lora_settings(cfg: Any, adapter: Path | None) -> dict[str, Any]:
+    if adapter is not None:
+        got = adapter_settings(adapter)
+        want = {"r": cfg.lora.r, "alpha": cfg.lora.alpha, "rslora": cfg.lora.rslora, "dora": cfg.lora.dora}
+        diff = [f"{k}={got[k]}" for k in want if got[k] != want[k]]
+        if diff:
+            err_console.print(
+                f"[yellow]note:[/] continuing the adapter in {adapter} with its own LoRA settings "
+                f"({', '.join(diff)}), not the config's"
+            )
+        return got
+    return {
+        "r": cfg.lora.r,
+        "alpha": cfg.lora.alpha,
+        "dropout": cfg.lora.dropout,
+        "target_modules": list(cfg.lora.target_modules),
+        "rslora": cfg.lora.rslora,
+        "dora": cfg.lora.dora,
+    }
+
+
+# ---- hardware-dependent trainer settings -------------------------------------------------------
+def optimizer_name(requested: str) -> str:
+    """``auto``: 8-bit AdamW (seed 000) where bitsandbytes works, i.e. on CUDA; else plain AdamW."""
+    if requested != "auto":
+        return requested
+    if cuda_available() and importlib.util.find_spec("bitsandbytes") is not None:
+        return "adamw_8bit"
+    return "adamw_torch"
+
+
+def precision_args(model: Any) -> dict[str, Any]:
+    """Mixed precision follows the weights on CUDA; on the CPU the trainer runs as loaded."""
+    import torch
+
+    if not cuda_available():
+        return {"bf16": False, "fp16": False}
+    dtype = getattr(model, "dtype", None)
+    return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    if name in (None, "", "auto"):
+        return None
+    try:
+        return {
+            "bfloat16": torch.bfloat16,
+            "bf16": torch.bfloat16,
+            "float16": torch.float16,
+            "fp16": torch.float16,
+            "float32": torch.float32,
+            "fp32": torch.float32,
+        }[name]
+    except KeyError:
+        raise GrpoError(f"unknown dtype {name!r} (auto, bfloat16, float16 or float32)") from None
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def load_for_training(
+    cfg: Any, run: RunDir, *, backend: str, adapter: Path | None = None, use_vllm: bool = False
+) -> tuple[Any, Any]:
+    """Base model + a trainable LoRA (continuing ``adapter`` when given) and the run's tokenizer."""
+    from cli.models import resolve_model
+
+    path = resolve_model(cfg, run)
+    lora = lora_settings(cfg, adapter)
+    if backend == "unsloth":
+        model, tokenizer = _load_unsloth(cfg, path, lora, use_vllm)
+    else:
+        model, tokenizer = _load_hf(cfg, path, lora)
+    tokenizer = _prepare_tokenizer(tokenizer, cfg)
+    if adapter is not None:
+        load_adapter_weights(model, adapter)
+    return model, tokenizer
+
+
+def _prepare_tokenizer(tokenizer: Any, cfg: Any) -> Any:
+    # Unsloth may hand back a processor; the text tokenizer is inside it.
+    tok = getattr(tokenizer, "tokenizer", tokenizer)
+    tok.chat_template = cfg.format_spec().chat_template()
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def _load_unsloth(cfg: Any, path: str, lora: dict[str, Any], use_vllm: bool) -> tuple[Any, Any]:
+    from unsloth import FastLanguageModel
+
+    kwargs: dict[str, Any] = {
+        "model_name": path,
+        "max_seq_length": cfg.max_seq_length,
+        "dtype": _torch_dtype(cfg.dtype),
+        "load_in_4bit": cfg.load_in_4bit,
+    }
+    if use_vllm:
+        kwargs.update(
+            fast_inference=True,
+            max_lora_rank=lora["r"],
+            gpu_memory_utilization=cfg.grpo.gpu_memory_utilization,
+        )
+    try:
+        model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
+    except (OSError, ValueError) as exc:
+        raise GrpoError(
+            f"cannot load model {cfg.model!r} ({path}) with unsloth: {_first_line(exc)}"
+        ) from None
+    gc = cfg.lora.gradient_checkpointing
+    try:
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=lora["r"],
+            lora_alpha=lora["alpha"],
+            lora_dropout=lora["dropout"],
+            target_modules=lora["target_modules"],
+            bias="none",
+            use_rslora=lora["rslora"],
+            use_dora=lora["dora"],
+            use_gradient_checkpointing=gc if gc not in ("", "none", "false", False, None) else False,
+            random_state=cfg.seed,
+        )
+    except ValueError as exc:
+        raise GrpoError(
+            f"cannot attach LoRA to {cfg.model!r}: {_first_line(exc)} (check lora.target_modules)"
+        ) from None
+    return model, tokenizer
+
+
+def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dtype = _torch_dtype(cfg.dtype)
+    if dtype is None:
+        if torch.cuda.is_available():
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        else:
+            dtype = torch.float32  # CPUs without AMX run bf16 matmuls slowly
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    except OSError as exc:
+        raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
+    if torch.cuda.is_available():
+        model = model.to("cuda")
+    model.config.use_cache = False
+    peft_cfg = LoraConfig(
+        r=lora["r"],
+        lora_alpha=lora["alpha"],
+        lora_dropout=lora["dropout"],
+        target_modules=lora["target_modules"],
+        bias="none",
+        use_rslora=lora["rslora"],
+        use_dora=lora["dora"],
+        task_type="CAUSAL_LM",
+    )
+    try:
+        model = get_peft_model(model, peft_cfg)
+    except ValueError as exc:
+        raise GrpoError(
+            f"cannot attach LoRA to {cfg.model!r}: {_first_line(exc)} (check lora.target_modules)"
+        ) from None
+    return model, tokenizer
+
+
+def load_adapter_weights(model: Any, adapter: Path) -> None:
+    """Load a saved LoRA's weights into the freshly attached LoRA of the same shape."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    file = Path(adapter) / "adapter_model.safetensors"
+    if not file.exists():
+        raise GrpoError(f"{file} is missing: re-run the stage that wrote {adapter}")
+    state = load_file(str(file))
+    result = set_peft_model_state_dict(model, state)
+    unexpected = list(getattr(result, "unexpected_keys", []) or [])
+    if unexpected:
+        raise GrpoError(
+            f"the adapter in {adapter} does not fit this model ({len(unexpected)} unmatched tensors, e.g. "
+            f"{unexpected[0]}): was the run's model changed?"
+        )
+
+
+def save_adapter(model: Any, tokenizer: Any, dest: Path) -> Path:
+    """LoRA adapter + tokenizer, written to a temp folder and renamed into place."""
+    with atomic_dir(dest) as tmp:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+    return dest
+
+
+def peak_gpu_gib() -> float | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return round(torch.cuda.max_memory_allocated() / 2**30, 2)

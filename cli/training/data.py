@@ -1,0 +1,146 @@
+"""Training data from the run directory (written by `grpo prep`).
+
+- GRPO: ``data/train.parquet`` (question, answer, solution, prompt_tokens) → conversational prompts
+  (system + user from the format contract; TRL applies the chat template, whose generation prompt ends
+  with the reasoning-start tag) and the gold ``answer`` column the rewards read.
+- SFT (seed 000 stage 1): ``data/sft.parquet`` (OpenMathReasoning-mini, when prepped) or else format
+  examples built from the prepped train set's worked solutions: ``spec.render_completion(solution,
+  answer)`` as the assistant turn, kept when the whole chat is ≤ max_seq_length/2 tokens (seed 000's
+  length filter), rendered to text with the chat template.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cli.common import GrpoError
+from cli.rundir import RunDir
+
+
+def read_table(run: RunDir, name: str, required: tuple[str, ...] = ()) -> Any:
+    import pandas as pd
+
+    path = run.require(run.data_dir / name, "data", f"prepped data ({name})")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
+        raise GrpoError(f"cannot read {path}: {exc}; re-run `grpo prep`") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise GrpoError(f"{path} lacks column(s) {', '.join(missing)}: re-run `grpo prep`")
+    if len(df) == 0:
+        raise GrpoError(f"{path} has no rows: re-run `grpo prep` with more data")
+    return df
+
+
+def read_stats(run: RunDir) -> dict[str, Any]:
+    path = run.data_dir / "stats.json"
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise GrpoError(f"{path} is corrupt: re-run `grpo prep`") from None
+
+
+def _count_tokens(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def prompt_length(tokenizer: Any, spec: Any, question: str) -> int:
+    text = tokenizer.apply_chat_template(spec.messages(question), tokenize=False, add_generation_prompt=True)
+    return _count_tokens(tokenizer, text)
+
+
+def grpo_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
+    """Prompts + answers for GRPO, and the prompt-length cut (prep's p90 unless the config sets one)."""
+    from datasets import Dataset
+
+    spec = cfg.format_spec()
+    df = read_table(run, "train.parquet", ("question", "answer"))
+    stats = read_stats(run)
+    max_prompt = cfg.grpo.max_prompt_length or stats.get("max_prompt_length")
+    if "prompt_tokens" in df.columns:
+        lengths = [int(x) for x in df["prompt_tokens"]]
+    else:
+        lengths = [prompt_length(tokenizer, spec, str(q)) for q in df["question"]]
+    if not max_prompt:
+        max_prompt = max(lengths)
+    max_prompt = int(max_prompt)
+    # TRL >= 1 has no max_prompt_length: over-long prompts are dropped here (seed 000: p90 filter).
+    keep = [i for i, n in enumerate(lengths) if n <= max_prompt]
+    if not keep:
+        raise GrpoError(f"no prompt fits max_prompt_length={max_prompt}: raise grpo.max_prompt_length")
+    rows = [
+        {"prompt": spec.messages(str(df["question"].iloc[i])), "answer": str(df["answer"].iloc[i]).strip()}
+        for i in keep
+    ]
+    info = {
+        "prompts": len(rows),
+        "dropped_long_prompts": len(df) - len(rows),
+        "max_prompt_length": max_prompt,
+    }
+    return Dataset.from_list(rows), max_prompt, info
+
+
+def _sft_messages(df: Any, spec: Any) -> tuple[list[list[dict[str, str]]], str]:
+    """Chat messages for SFT from whichever columns the prepped file has."""
+    cols = set(df.columns)
+    if "messages" in cols:
+        return [list(m) for m in df["messages"]], "messages"
+    for q, s, a in (("question", "solution", "answer"), ("problem", "generated_solution", "expected_answer")):
+        if {q, s, a} <= cols:
+            out = []
+            for question, solution, answer in zip(df[q], df[s], df[a], strict=True):
+                if not isinstance(solution, str) or not solution.strip() or answer is None:
+                    continue
+                # Seed 000 format_row: strip <think> tags, tag the working out and the answer.
+                thoughts = solution.replace("<think>", "").replace("</think>", "").strip()
+                out.append(
+                    spec.messages(str(question))
+                    + [
+                        {
+                            "role": "assistant",
+                            "content": spec.render_completion(thoughts, str(answer).strip()),
+                        }
+                    ]
+                )
+            return out, f"{q}/{s}/{a}"
+    raise GrpoError("SFT data needs columns messages, or question/solution/answer: re-run `grpo prep`")
+
+
+def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
+    """Seed 000 stage-1 format examples as chat-templated text."""
+    from datasets import Dataset
+
+    spec = cfg.format_spec()
+    if (run.data_dir / "sft.parquet").exists():
+        source = "sft.parquet"
+        df = read_table(run, "sft.parquet")
+    else:
+        source = "train.parquet"
+        df = read_table(run, "train.parquet", ("question", "answer"))
+        if "solution" not in df.columns:
+            raise GrpoError(
+                f"{run.data_dir / 'train.parquet'} has no 'solution' column to build format examples from: "
+                "re-run `grpo prep` (or prep a dataset with worked solutions)"
+            )
+    conversations, columns = _sft_messages(df, spec)
+    limit = cfg.max_seq_length // 2  # seed 000: keep examples up to half the context
+    texts: list[str] = []
+    too_long = 0
+    for messages in conversations:
+        text = tokenizer.apply_chat_template(messages, tokenize=False)
+        if _count_tokens(tokenizer, text) <= limit:
+            texts.append(text)
+            if cfg.sft.num_examples and len(texts) >= cfg.sft.num_examples:
+                break
+        else:
+            too_long += 1
+    if not texts:
+        raise GrpoError(
+            f"no SFT example in {source} fits max_seq_length/2 = {limit} tokens: raise max_seq_length"
+        )
+    info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
+    return Dataset.from_list([{"text": t} for t in texts]), info

@@ -1,0 +1,213 @@
+"""Live view of a training stage: one compact line per logging step, the same row in metrics.jsonl.
+
+For GRPO a row carries the mean of each reward (TRL's ``rewards/<name>/mean``), the reward std, the
+share of groups whose rewards are all equal (``frac_reward_zero_std``: no learning signal there), the
+format hit rate, the completion length, the step time and an ETA, the time spent in reward functions
+and the peak GPU memory. Plain-language hints explain the two things that worry people first.
+
+Ctrl-C: the first press asks the trainer to save a checkpoint after the current step and stop; a second
+press stops at once (the caller then saves the adapter as it is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cli.rundir import RunDir
+from cli.training.console import console, err_console
+from cli.training.rewards import RewardTracker
+
+HINT_ZERO_STD = (
+    "reward std is 0 in every group: no learning signal — run `grpo sft` first or raise --gens/temperature"
+)
+HINT_LOSS_ZERO = (
+    "loss near 0 is normal in GRPO: advantages are centred within each group; watch the rewards instead"
+)
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+class Interrupt:
+    """SIGINT → a flag the callback turns into save-and-stop; a second SIGINT raises KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        err_console.print(
+            "\n[yellow]Ctrl-C:[/] saving a checkpoint after this step, then stopping "
+            "(Ctrl-C again to stop now)"
+        )
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Interrupt]:
+        try:
+            previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not the main thread: leave Python's default KeyboardInterrupt
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def make_callback(
+    run: RunDir,
+    stage: str,
+    *,
+    max_steps: int,
+    tracker: RewardTracker | None = None,
+    interrupt: Interrupt | None = None,
+    reward_names: list[str] | None = None,
+    quiet: bool = False,
+) -> Any:
+    """A ``transformers.TrainerCallback`` (built here so the module imports without transformers)."""
+    from transformers import TrainerCallback
+
+    class LiveView(TrainerCallback):
+        def __init__(self) -> None:
+            self.step_times: list[float] = []
+            self.last = time.perf_counter()
+            self.started = self.last
+            self.window_start = self.last
+            self.hinted_loss = False
+            self.zero_std_streak = 0
+            self.first_step = None
+            self.rows: list[dict[str, Any]] = []
+
+        # -- timing --
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.last = self.started = self.window_start = time.perf_counter()
+            self.first_step = state.global_step
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            now = time.perf_counter()
+            self.step_times.append(now - self.last)
+            self.last = now
+            if interrupt is not None and interrupt.requested:
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+        def typical_step(self) -> float | None:
+            # The first step carries compilation/warm-up: leave it out once there are others.
+            times = self.step_times[1:] if len(self.step_times) > 1 else self.step_times
+            return sum(times) / len(times) if times else None
+
+        # -- logging --
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+        ) -> None:
+            if not logs or not state.is_world_process_zero:
+                return
+            if "train_runtime" in logs:  # the trainer's final summary: reported by the stage itself
+                return
+            from cli.training.backends import peak_gpu_gib
+
+            now = time.perf_counter()
+            window = now - self.window_start
+            self.window_start = now
+            step = int(state.global_step)
+            typical = self.typical_step()
+            total = max_steps or state.max_steps
+            row: dict[str, Any] = {
+                "stage": stage,
+                "step": step,
+                "max_steps": total,
+                "time": round(time.time(), 3),
+            }
+            for key, value in logs.items():
+                v = _num(value)
+                row[key] = v if v is not None else value
+            row["step_seconds"] = round(self.step_times[-1], 4) if self.step_times else None
+            row["mean_step_seconds"] = round(typical, 4) if typical else None
+            row["eta_seconds"] = round(typical * max(total - step, 0), 1) if typical and total else None
+            if tracker is not None:
+                taken = tracker.take()
+                row.update(taken)
+                row["reward_share"] = round(taken["reward_seconds"] / window, 4) if window > 0 else None
+            row["peak_gpu_gib"] = peak_gpu_gib()
+            self.rows.append(row)
+            run.log_metrics(row)
+            if not quiet:
+                self.print_row(row)
+
+        def print_row(self, row: dict[str, Any]) -> None:
+            step, total = row["step"], row["max_steps"]
+            parts = [f"[bold]{stage}[/] {step}/{total}"]
+            if "loss" in row and _num(row["loss"]) is not None:
+                parts.append(f"loss {row['loss']:.4g}")
+            if stage == "grpo":
+                if _num(row.get("reward")) is not None:
+                    parts.append(f"reward {row['reward']:.3g} ± {row.get('reward_std') or 0:.3g}")
+                for name in reward_names or []:
+                    v = _num(row.get(f"rewards/{name}/mean"))
+                    if v is not None:
+                        parts.append(f"{name} {v:.3g}")
+                if row.get("format_hit_rate") is not None:
+                    parts.append(f"format {row['format_hit_rate']:.0%}")
+                if _num(row.get("frac_reward_zero_std")) is not None:
+                    parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
+                if _num(row.get("completions/mean_length")) is not None:
+                    parts.append(f"len {row['completions/mean_length']:.0f}")
+            elif _num(row.get("learning_rate")) is not None:
+                parts.append(f"lr {row['learning_rate']:.2e}")
+            if row.get("step_seconds") is not None:
+                parts.append(f"{row['step_seconds']:.2f} s/step")
+            if row.get("reward_share") is not None:
+                parts.append(f"rewards {row['reward_share']:.1%} of time")
+            if row.get("peak_gpu_gib") is not None:
+                parts.append(f"peak {row['peak_gpu_gib']:.1f} GiB")
+            parts.append(f"ETA {_fmt_s(row.get('eta_seconds'))}")
+            console.print(" │ ".join(parts), soft_wrap=True)
+            if stage != "grpo":
+                return
+            zero = _num(row.get("frac_reward_zero_std"))
+            if zero is not None and zero >= 1.0:
+                # Say it on the first such step, then every 10th in a row (not on every line).
+                if self.zero_std_streak % 10 == 0:
+                    console.print(f"  [yellow]hint:[/] {HINT_ZERO_STD}")
+                self.zero_std_streak += 1
+            else:
+                self.zero_std_streak = 0
+            loss = _num(row.get("loss"))
+            if loss is not None and abs(loss) < 1e-3 and not self.hinted_loss:
+                self.hinted_loss = True
+                console.print(f"  [dim]hint: {HINT_LOSS_ZERO}[/]")
+
+    return LiveView()
+
+
+def quiet_trainer(trainer: Any) -> None:
+    """Drop the trainer's own progress bar / dict printer: the live view replaces them."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):
+        with contextlib.suppress(ValueError):
+            trainer.remove_callback(cb)

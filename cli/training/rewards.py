@@ -1,0 +1,160 @@
+"""Reward functions for GRPO: by registry name (``py_rewards``) or by dotted path, weighted and timed.
+
+Config ``grpo.rewards`` is a list of ``{name, weight}``; the weights become TRL's
+``GRPOConfig.reward_weights``. Each function keeps the TRL signature
+``f(prompts, completions, answer, **kw) -> list[float]`` and is wrapped only to measure the time spent
+scoring (the reward share of a step) and to count format hits for the live view.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cli.common import GrpoError
+from cli.training.console import err_console
+
+# Rewards whose positive score means "the completion has the exact format" (seed 000 / seed 001).
+FORMAT_REWARDS = ("match_format_exactly", "strict_format_reward_func")
+
+
+@dataclass
+class RewardTracker:
+    """Accumulates, between two log steps, the time spent in rewards and the format hits."""
+
+    seconds: float = 0.0
+    format_hits: int = 0
+    format_total: int = 0
+    warned: set[str] = field(default_factory=set)
+
+    def take(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {
+            "reward_seconds": round(self.seconds, 4),
+            "format_hit_rate": (self.format_hits / self.format_total) if self.format_total else None,
+        }
+        self.seconds = 0.0
+        self.format_hits = self.format_total = 0
+        return out
+
+
+@dataclass
+class Reward:
+    name: str
+    func: Callable[..., Any]
+    weight: float
+
+
+def _import_dotted(path: str) -> Callable[..., Any]:
+    module_name, _, attr = path.replace(":", ".").rpartition(".")
+    if not module_name:
+        raise GrpoError(f"reward {path!r}: a custom reward is a dotted path like mypkg.rewards.my_reward")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise GrpoError(f"reward {path!r}: cannot import module {module_name!r} ({exc})") from None
+    func = getattr(module, attr, None)
+    if not callable(func):
+        raise GrpoError(f"reward {path!r}: {module_name} has no callable {attr!r}")
+    return func
+
+
+def _registry() -> Any:
+    try:
+        import py_rewards
+    except ImportError as exc:
+        raise GrpoError(
+            f"the reward registry py_rewards is not importable ({exc}): build it with `pip install -e .`"
+        ) from None
+    getter = getattr(py_rewards, "get_reward", None)
+    if getter is None:
+        raise GrpoError("py_rewards has no get_reward(): rebuild the package (`pip install -e .`)")
+    return getter
+
+
+def get_reward_function(name: str, spec: Any = None) -> Callable[..., Any]:
+    """A reward by registry name (``py_rewards.get_reward``) or by dotted path; one clear error if unknown."""
+    name = name.strip()
+    if not name:
+        raise GrpoError("empty reward name in grpo.rewards")
+    dotted = "." in name or ":" in name
+    try:
+        getter = _registry()
+    except GrpoError:
+        if dotted:  # custom rewards do not need the registry
+            return _import_dotted(name)
+        raise
+    kwargs: dict[str, Any] = {}
+    try:
+        if spec is not None and "spec" in inspect.signature(getter).parameters:
+            kwargs["spec"] = spec
+    except (TypeError, ValueError):
+        pass
+    try:
+        func = getter(name, **kwargs)
+    except GrpoError:
+        raise
+    except (KeyError, ValueError, LookupError, ImportError, AttributeError) as exc:
+        msg = str(exc).strip("'\" ") or type(exc).__name__
+        raise GrpoError(f"unknown reward {name!r}: {msg}") from None
+    if not callable(func):
+        raise GrpoError(f"reward {name!r} is not callable")
+    return func
+
+
+def resolve_rewards(specs: Sequence[Any], spec: Any = None) -> list[Reward]:
+    """``grpo.rewards`` entries ({name, weight}) → callables, checked before any model is loaded."""
+    if not specs:
+        raise GrpoError(
+            "grpo.rewards is empty: name at least one reward (e.g. --rewards match_format_exactly)"
+        )
+    out = []
+    seen: set[str] = set()
+    for item in specs:
+        func = get_reward_function(item.name, spec)
+        short = item.name.replace(":", ".").rpartition(".")[2]
+        if short in seen:
+            raise GrpoError(f"reward {short!r} is listed twice in grpo.rewards")
+        seen.add(short)
+        out.append(Reward(short, func, float(item.weight)))
+    return out
+
+
+def wrap_rewards(rewards: Sequence[Reward], tracker: RewardTracker) -> list[Callable[..., list[float]]]:
+    """TRL-ready callables that time every call; ``__name__`` names the ``rewards/<name>`` log column."""
+    format_name = next((r.name for r in rewards if r.name in FORMAT_REWARDS), None)
+    return [_timed(r, tracker, r.name == format_name) for r in rewards]
+
+
+def _timed(reward: Reward, tracker: RewardTracker, counts_format: bool) -> Callable[..., list[float]]:
+    fn = reward.func
+
+    @functools.wraps(fn)
+    def scored(*args: Any, **kwargs: Any) -> list[float | None]:
+        start = time.perf_counter()
+        try:
+            raw = fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - a custom reward's bug must not kill the run
+            n = len(kwargs.get("completions") or (args[1] if len(args) > 1 else []))
+            if reward.name not in tracker.warned:
+                tracker.warned.add(reward.name)
+                err_console.print(
+                    f"[yellow]warning:[/] reward {reward.name!r} raised {type(exc).__name__}: {exc}; "
+                    "its score is NaN (ignored) for this batch"
+                )
+            return [None] * n
+        finally:
+            tracker.seconds += time.perf_counter() - start
+        scores = [None if s is None else float(s) for s in raw]
+        if counts_format:
+            tracker.format_hits += sum(1 for s in scores if s is not None and s > 0)
+            tracker.format_total += len(scores)
+        return scores
+
+    scored.__name__ = reward.name
+    scored.__qualname__ = reward.name
+    return scored

@@ -1,0 +1,363 @@
+"""The two training stages: `grpo sft` (format warm-up) and `grpo grpo` (GRPO), under either backend.
+
+Seed 000 is the reference: SFT lr 2e-4, batch 2 x grad-accum 4, warmup 5, packing, 8-bit AdamW;
+GRPO lr 5e-6, warmup_ratio 0.1, linear schedule, weight decay 0.001, temperature 1.0, min_p 0.1.
+Both stages train a LoRA; GRPO continues the run's SFT adapter when there is one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from cli.common import GrpoError
+from cli.rundir import RunDir
+from cli.training import backends
+from cli.training.console import console, err_console
+from cli.training.live import Interrupt, make_callback, quiet_trainer
+from cli.training.rewards import Reward, RewardTracker, wrap_rewards
+
+
+def latest_checkpoint(folder: Path) -> Path | None:
+    """The ``checkpoint-N`` with the highest N that holds an adapter (TRL/transformers layout)."""
+    best: tuple[int, Path] | None = None
+    if not folder.is_dir():
+        return None
+    for child in folder.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", child.name)
+        if m and child.is_dir() and (child / "adapter_model.safetensors").exists():
+            n = int(m.group(1))
+            if best is None or n > best[0]:
+                best = (n, child)
+    return best[1] if best else None
+
+
+def _train(
+    trainer: Any,
+    run: RunDir,
+    stage: str,
+    model: Any,
+    tokenizer: Any,
+    *,
+    resume: Path | None,
+    interrupt: Interrupt,
+    resume_hint: str,
+) -> None:
+    """``trainer.train()`` with Ctrl-C turned into a saved checkpoint and one line."""
+    ckpt_dir = Path(trainer.args.output_dir)
+    try:
+        with interrupt.installed():
+            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    except KeyboardInterrupt:
+        # Second Ctrl-C (or one before the first step): save the adapter as it is right now.
+        step = int(getattr(trainer.state, "global_step", 0) or 0)
+        dest = ckpt_dir / f"interrupted-{step}"
+        backends.save_adapter(model, tokenizer, dest)
+        err_console.print(f"interrupted at step {step}: adapter saved to {dest}")
+        raise typer.Exit(130) from None
+    if interrupt.requested:
+        step = int(trainer.state.global_step)
+        saved = ckpt_dir / f"checkpoint-{step}"
+        if not saved.exists():
+            backends.save_adapter(model, tokenizer, saved)
+        err_console.print(f"interrupted at step {step}: checkpoint saved to {saved} — {resume_hint}")
+        raise typer.Exit(130)
+
+
+def _common_args(cfg: Any, section: Any, model: Any, output_dir: Path, max_steps: int) -> dict[str, Any]:
+    save_steps = int(getattr(section, "save_steps", 0) or 0)
+    return {
+        "output_dir": str(output_dir),
+        "learning_rate": section.learning_rate,
+        "weight_decay": section.weight_decay,
+        "optim": backends.optimizer_name(section.optim),
+        # Short smoke runs still log: never log less often than once per run.
+        "logging_steps": max(1, min(section.logging_steps, max_steps))
+        if max_steps > 0
+        else section.logging_steps,
+        "save_strategy": "steps" if save_steps > 0 else "no",
+        "save_steps": save_steps if save_steps > 0 else 500,
+        "seed": cfg.seed,
+        "disable_tqdm": True,
+        **backends.precision_args(model),
+    }
+
+
+# ---- stage 1 ------------------------------------------------------------------------------------
+def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
+    backends.import_backend(backend)  # before TRL/transformers
+    from trl import SFTConfig, SFTTrainer
+
+    from cli.training.data import sft_dataset
+
+    t_load = time.perf_counter()
+    model, tokenizer = backends.load_for_training(cfg, run, backend=backend)
+    dataset, data_info = sft_dataset(cfg, run, tokenizer)
+    load_s = time.perf_counter() - t_load
+    s = cfg.sft
+    steps = int(s.max_steps or 0)
+    if steps <= 0 and not s.epochs:
+        raise GrpoError("sft.max_steps is 0 and sft.epochs is unset: nothing to train")
+    console.print(
+        f"sft: {data_info['examples']} format examples from {data_info['source']} │ backend {backend} │ "
+        f"{'max_steps ' + str(steps) if steps > 0 else str(s.epochs) + ' epochs'} │ lr {s.learning_rate:g} │ "
+        f"batch {s.batch_size}x{s.grad_accum}"
+    )
+    if cfg.lora.dora:
+        err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
+    packing = s.packing
+    attn = str(getattr(getattr(model, "config", None), "_attn_implementation", "") or "")
+    if packing and backend == "hf" and not attn.startswith("flash"):
+        # Without FlashAttention packed examples would attend to each other (and on the CPU the full
+        # 2048x2048 masks make every step slow): Unsloth turns packing off in this case too.
+        packing = False
+        console.print(
+            f"[dim]sft: packing off ({attn or 'this'} attention cannot keep packed examples apart)[/]"
+        )
+    args = SFTConfig(
+        **_common_args(cfg, s, model, run.sft_dir / "checkpoints", steps),
+        per_device_train_batch_size=s.batch_size,
+        gradient_accumulation_steps=s.grad_accum,
+        warmup_steps=s.warmup_steps,
+        max_steps=steps if steps > 0 else -1,
+        num_train_epochs=float(s.epochs or 1),
+        lr_scheduler_type="linear",
+        dataset_text_field="text",
+        max_length=cfg.max_seq_length,
+        packing=packing,
+        report_to="none",
+    )
+    trainer_cls = SFTTrainer
+    if backend == "hf" and not backends.cuda_available():
+        trainer_cls = _cpu_sft_trainer(SFTTrainer)
+    trainer = trainer_cls(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)
+    quiet_trainer(trainer)
+    live = make_callback(run, "sft", max_steps=steps if steps > 0 else 0)
+    trainer.add_callback(live)
+    interrupt = Interrupt()
+    t0 = time.perf_counter()
+    _train(
+        trainer,
+        run,
+        "sft",
+        model,
+        tokenizer,
+        resume=None,
+        interrupt=interrupt,
+        resume_hint="re-run `grpo sft` to train again",
+    )
+    train_s = time.perf_counter() - t0
+    dest = backends.save_adapter(model, tokenizer, run.sft_dir / "adapter")
+    n = int(trainer.state.global_step)
+    summary = {
+        "backend": backend,
+        "steps": n,
+        "train_seconds": round(train_s, 2),
+        "load_seconds": round(load_s, 2),
+        "seconds_per_step": round(train_s / n, 3) if n else None,
+        "final_loss": _last(trainer, "loss")
+        if _last(trainer, "loss") is not None
+        else _last(trainer, "train_loss"),
+        "adapter": str(dest),
+        "data": data_info,
+    }
+    run.log_metrics({"stage": "sft_summary", "time": round(time.time(), 3), **summary})
+    console.print(
+        f"sft done: {n} steps in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
+        f"{summary['final_loss']} → adapter {dest}"
+    )
+    return summary
+
+
+def _cpu_sft_trainer(base: type) -> type:
+    """TRL 1.15's SFT loss runs a Triton kernel (fused LM head) even on the CPU, where Triton has no
+    driver ("0 active drivers"). On the CPU the loss comes from the model's own forward instead."""
+    from transformers import Trainer
+
+    class CPUSFTTrainer(base):  # type: ignore[misc,valid-type]
+        def compute_loss(
+            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
+            return Trainer.compute_loss(
+                self, model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
+
+    return CPUSFTTrainer
+
+
+def _last(trainer: Any, key: str) -> float | None:
+    for entry in reversed(trainer.state.log_history):
+        if key in entry:
+            v = float(entry[key])
+            return round(v, 5) if math.isfinite(v) else None
+    return None
+
+
+# ---- stage 2 ------------------------------------------------------------------------------------
+def run_grpo(
+    cfg: Any,
+    run: RunDir,
+    *,
+    backend: str,
+    rewards: list[Reward],
+    use_vllm: bool,
+    resume: Path | None,
+    adapter: Path | None,
+) -> dict[str, Any]:
+    backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from cli.training.data import grpo_dataset
+
+    g = cfg.grpo
+    t_load = time.perf_counter()
+    model, tokenizer = backends.load_for_training(
+        cfg, run, backend=backend, adapter=adapter, use_vllm=use_vllm and backend == "unsloth"
+    )
+    dataset, max_prompt, data_info = grpo_dataset(cfg, run, tokenizer)
+    load_s = time.perf_counter() - t_load
+    max_completion = g.max_completion_length or (cfg.max_seq_length - max_prompt)
+    if max_completion <= 0:
+        raise GrpoError(
+            f"max_seq_length {cfg.max_seq_length} leaves no room for completions after prompts of "
+            f"{max_prompt} tokens: raise max_seq_length or set --max-completion-length"
+        )
+    batch = g.batch_size or g.gens
+    tracker = RewardTracker()
+    funcs = wrap_rewards(rewards, tracker)
+    vllm_args: dict[str, Any] = {}
+    if use_vllm:
+        vllm_args = _vllm_args(cfg, tokenizer, backend)
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    if g.report_to == "tensorboard":
+        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
+    args = GRPOConfig(
+        **_common_args(cfg, g, model, run.grpo_dir / "checkpoints", g.max_steps),
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=g.grad_accum,
+        num_generations=g.gens,
+        max_completion_length=int(max_completion),
+        temperature=g.temperature,
+        min_p=g.min_p,
+        top_p=g.top_p,
+        top_k=g.top_k or 0,
+        # transformers 5 folds warmup_ratio into warmup_steps: a float in [0, 1) is a ratio of the run.
+        warmup_steps=float(g.warmup_ratio) if 0 < g.warmup_ratio < 1 else 0,
+        lr_scheduler_type=g.lr_scheduler,
+        max_steps=g.max_steps,
+        beta=g.beta,
+        loss_type=g.loss_type,
+        scale_rewards=g.scale_rewards,
+        reward_weights=[r.weight for r in rewards],
+        max_grad_norm=g.max_grad_norm,
+        report_to=g.report_to,
+        **vllm_args,
+    )
+    start = f"checkpoint {resume.name}" if resume else ("SFT adapter" if adapter else "fresh LoRA")
+    console.print(
+        f"grpo: {data_info['prompts']} prompts (≤ {max_prompt} tokens) │ backend {backend}"
+        f"{' + vLLM' if use_vllm else ''} │ G={g.gens} batch {batch} │ completions ≤ {max_completion} "
+        f"tokens │ lr {g.learning_rate:g} │ start: {start} │ rewards "
+        f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
+        soft_wrap=True,
+    )
+    if (adapter and backends.adapter_settings(adapter)["dora"]) or (not adapter and cfg.lora.dora):
+        err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
+    trainer = GRPOTrainer(
+        model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
+    )
+    quiet_trainer(trainer)
+    live = make_callback(
+        run, "grpo", max_steps=g.max_steps, tracker=tracker, reward_names=[r.name for r in rewards]
+    )
+    trainer.add_callback(live)
+    interrupt = Interrupt()
+    start_step = 0
+    if resume is not None:
+        start_step = int(resume.name.rpartition("-")[2] or 0)
+        if start_step >= g.max_steps:
+            err_console.print(
+                f"[yellow]note:[/] {resume.name} is already at step {start_step} ≥ --max-steps "
+                f"{g.max_steps}: nothing left to train (raise --max-steps)"
+            )
+    t0 = time.perf_counter()
+    _train(
+        trainer,
+        run,
+        "grpo",
+        model,
+        tokenizer,
+        resume=resume,
+        interrupt=interrupt,
+        resume_hint=f"continue with `grpo grpo --resume --run {run.path}`",
+    )
+    train_s = time.perf_counter() - t0
+    dest = backends.save_adapter(model, tokenizer, run.grpo_dir / "adapter")
+    n = int(trainer.state.global_step) - start_step
+    times = live.step_times
+    typical = live.typical_step()
+    reward_total = sum(float(r.get("reward_seconds") or 0) for r in live.rows)
+    summary = {
+        "backend": backend,
+        "vllm": use_vllm,
+        "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
+        "steps": n,
+        "global_step": int(trainer.state.global_step),
+        "gens": g.gens,
+        "batch": batch,
+        "max_completion_length": int(max_completion),
+        "max_prompt_length": max_prompt,
+        "train_seconds": round(train_s, 2),
+        "load_seconds": round(load_s, 2),
+        "first_step_seconds": round(times[0], 3) if times else None,
+        "seconds_per_step": round(typical, 3) if typical else None,
+        "reward_seconds": round(reward_total, 4),
+        "reward_share": round(reward_total / train_s, 4) if train_s > 0 else None,
+        "peak_gpu_gib": backends.peak_gpu_gib(),
+        "final_reward": _last(trainer, "reward"),
+        "rewards": {r.name: r.weight for r in rewards},
+        "adapter": str(dest),
+        "data": data_info,
+    }
+    run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **summary})
+    peak = f", peak GPU {summary['peak_gpu_gib']} GiB" if summary["peak_gpu_gib"] is not None else ""
+    console.print(
+        f"grpo done: {n} steps in {train_s:.1f} s ({summary['seconds_per_step']} s/step, first "
+        f"{summary['first_step_seconds']} s), rewards {100 * (summary['reward_share'] or 0):.2f}% of time"
+        f"{peak} → adapter {dest}"
+    )
+    return summary
+
+
+def _vllm_args(cfg: Any, tokenizer: Any, backend: str) -> dict[str, Any]:
+    """Rollouts through vLLM (GPU only): Unsloth's colocated engine, or TRL's colocate mode under hf."""
+    g = cfg.grpo
+    stops = cfg.format_spec().stop_strings(tokenizer.eos_token)
+    if backend == "unsloth":
+        from vllm import SamplingParams
+
+        # Seed 000: min_p 0.1, top_p 1.0, top_k -1, stop at EOS and keep it in the output.
+        params = SamplingParams(
+            min_p=g.min_p,
+            top_p=g.top_p,
+            top_k=g.top_k or -1,
+            seed=cfg.seed,
+            stop=stops,
+            include_stop_str_in_output=True,
+        )
+        return {"use_vllm": True, "vllm_sampling_params": params}
+    # TRL colocate: before each sync it merges the LoRA into the weights (works for DoRA too).
+    return {
+        "use_vllm": True,
+        "vllm_mode": "colocate",
+        "vllm_gpu_memory_utilization": g.gpu_memory_utilization,
+        "generation_kwargs": {"stop": stops, "include_stop_str_in_output": True},
+    }
