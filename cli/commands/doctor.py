@@ -11,7 +11,6 @@ Example: grpo doctor --run runs/demo
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,6 +248,8 @@ def doctor(
                      "installed-but-broken packages, e.g. a torchvision that does not match torch)."),
     ] = False,
 ) -> None:
+    import platform
+
     from rich.markup import escape
     from rich.table import Table
 

@@ -1,0 +1,54 @@
+"""Shared pytest fixtures. Keep this file small: one documented fixture per need.
+
+The environment is made hermetic at import time: no hub access (``HF_HUB_OFFLINE=1``) and no
+run directory picked up from the caller's ``GRPO_RUN``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.pop("GRPO_RUN", None)
+
+REPO = Path(__file__).resolve().parents[1]
+# CI clones the repo next to a copy of shared/ (see notes/CONTEXT.md).
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (real GSM8K/MATH/DAPO copies, see its SOURCES.md); skips when absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data copies not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def runner():
+    """An in-process ``typer.testing.CliRunner``; ``result.output`` holds stdout and stderr."""
+    from typer.testing import CliRunner
+
+    return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One random 2-layer Qwen3 + local BPE tokenizer (``--model tiny``), built once per session (~15 s)."""
+    from cli.models import build_tiny
+    from py_rewards.spec import get_spec
+
+    dest = tmp_path_factory.mktemp("tiny-model") / "tiny"
+    return build_tiny(dest, get_spec("seed000"), seed=3407)
+
+
+@pytest.fixture
+def tiny_run(tmp_path: Path, tiny_model_dir: Path) -> Path:
+    """A fresh run directory whose ``base/tiny`` links to the session's tiny model (no rebuild)."""
+    run = tmp_path / "run"
+    (run / "base").mkdir(parents=True)
+    (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
+    return run
