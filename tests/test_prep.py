@@ -1,0 +1,332 @@
+"""`grpo prep`: parsing of the real data copies, the seed-000 filters, stats.json, bad rows, atomic writes.
+
+Run: pytest tests/test_prep.py -q   (in-process; the tiny model is built once per session)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli import data_prep as dp
+from cli.main import app
+
+
+def prep(runner, run: Path, *args: str):
+    result = runner.invoke(app, ["prep", *args, "--model", "tiny", "--run", str(run)])
+    assert "Traceback" not in result.output
+    return result
+
+
+def read_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    data = run / "data"
+    return (pd.read_parquet(data / "train.parquet"), pd.read_parquet(data / "eval.parquet"),
+            json.loads((data / "stats.json").read_text()))
+
+
+def leftovers(run: Path) -> list[str]:
+    """Temp files an interrupted atomic write would leave (atomic_write_* / atomic_dir names)."""
+    return [str(p) for p in run.rglob("*") if p.name.endswith(".tmp") or ".old." in p.name]
+
+
+def error_line(result) -> str:
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+# ---- the real local copies (../shared/data) -------------------------------------------------------
+
+def gold_gsm8k(path: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in map(json.loads, path.open()):
+        out.setdefault(r["question"], set()).add(r["answer"].split("####")[-1].strip().replace(",", ""))
+    return out
+
+
+def gold_math500(path: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in map(json.loads, path.open()):
+        out.setdefault(r["problem"], set()).add(r["answer"].strip())
+    return out
+
+
+def gold_verl(path: Path) -> dict[str, set[str]]:
+    """Question -> gold answers (DAPO repeats some questions; a few MATH targets are empty: skipped)."""
+    df = pd.read_parquet(path)
+    out: dict[str, set[str]] = {}
+    for prompt, rm in zip(df["prompt"], df["reward_model"], strict=True):
+        gt = rm["ground_truth"]
+        target = gt["target"] if isinstance(gt, dict) else gt
+        answers = out.setdefault(prompt[-1]["content"], set())
+        if str(target).strip():
+            answers.add(str(target).strip())
+    return out
+
+
+# (dataset name, file under shared/data, extra flags, expected schema, gold answers by question)
+LOCAL_COPIES = [
+    ("gsm8k", "gsm8k/train.jsonl", [], "gsm8k", gold_gsm8k),
+    ("gsm8k", "gsm8k/test.jsonl", [], "gsm8k", gold_gsm8k),
+    ("math", "math/test.jsonl", ["--keep-non-numeric"], "problem-answer", gold_math500),
+    ("math", "math/hendrycks_full/train.parquet", ["--keep-non-numeric"], "verl", gold_verl),
+    ("math", "math/hendrycks_full/test.parquet", [], "verl", gold_verl),
+    ("dapo", "dapo/dapo_math_17k.parquet", [], "verl", gold_verl),
+]
+
+
+@pytest.mark.parametrize(("name", "rel", "flags", "schema", "gold"), LOCAL_COPIES,
+                         ids=[c[1] for c in LOCAL_COPIES])
+def test_local_copies_parse(runner, tiny_run, shared_data, name, rel, flags, schema, gold):
+    src = shared_data / rel
+    result = prep(runner, tiny_run, name, "--source", str(src), "--limit", "150", "--eval-size", "20", *flags)
+    assert result.exit_code == 0, result.output
+    train, held_out, stats = read_run(tiny_run)
+    assert stats["schema"] == schema and stats["rows_read"] == 150 and stats["bad_rows"] == 0
+    assert stats["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert len(held_out) == 20 and len(train) == stats["kept_train"] > 0
+    both = pd.concat([train, held_out])
+    assert list(both.columns[:4]) == ["question", "answer", "solution", "prompt_tokens"]
+    expected = gold(src)
+    for q, a in zip(both["question"], both["answer"], strict=True):
+        assert a in expected[q] or not expected[q], q
+    assert set(train["question"]).isdisjoint(held_out["question"])
+    if not flags:  # seed-000 numeric filter
+        assert pd.to_numeric(both["answer"], errors="coerce").notnull().all()
+    if schema == "gsm8k":
+        # The worked solution is the reasoning before '####', calculator annotations removed.
+        assert both["solution"].notnull().all()
+        assert not both["solution"].str.contains("<<|####").any()
+        assert not both["answer"].str.contains(",").any()
+    if rel.startswith("dapo"):
+        assert both["solution"].isnull().all()  # DAPO has answers only
+    if "hendrycks" in rel:
+        assert both["solution"].str.contains("boxed").all()
+
+
+def test_p90_cut_is_exact(runner, tiny_run, tiny_model_dir, shared_data):
+    """kept == #rows with length <= np.quantile(lengths, q); lengths as seed 000 computes them."""
+    from transformers import AutoTokenizer
+
+    from py_rewards.spec import get_spec
+
+    src = shared_data / "gsm8k" / "test.jsonl"
+    n, q = 300, 0.9
+    result = prep(runner, tiny_run, "gsm8k", "--source", str(src), "--limit", str(n), "--quantile", str(q))
+    assert result.exit_code == 0, result.output
+    train, held_out, stats = read_run(tiny_run)
+
+    spec = get_spec("seed000")
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tok.chat_template = spec.chat_template()
+    questions = [json.loads(line)["question"] for line in src.open()][:n]
+    # Seed 000: len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True))
+    lengths = {}
+    for question in questions:
+        ids = tok.apply_chat_template(spec.messages(question), add_generation_prompt=True, tokenize=True)
+        lengths[question] = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    arr = np.array([lengths[x] for x in questions])
+    cut = np.quantile(arr, q)
+    assert stats["kept_train"] + stats["kept_eval"] == int((arr <= cut).sum())
+    assert stats["cut_by_length"] == int((arr > cut).sum()) > 0
+    assert stats["max_prompt_length"] == int(cut)
+    both = pd.concat([train, held_out])
+    assert all(lengths[x] == t for x, t in zip(both["question"], both["prompt_tokens"], strict=True))
+    assert both["prompt_tokens"].max() <= stats["max_prompt_length"]
+
+
+def test_stats_json(runner, tiny_run, shared_data):
+    src = shared_data / "math" / "test.jsonl"
+    result = prep(runner, tiny_run, "math", "--source", str(src), "--limit", "200", "--eval-size", "10")
+    assert result.exit_code == 0, result.output
+    train, held_out, stats = read_run(tiny_run)
+    assert stats["dataset"] == "math" and stats["source"] == str(src) and stats["model"] == "tiny"
+    assert stats["tokenizer"] and stats["prompt_quantile"] == 0.9 and stats["eval_size"] == 10
+    # Every row read is accounted for exactly once.
+    accounted = ("bad_rows", "filtered_ability", "filtered_non_numeric", "cut_by_length", "kept_train",
+                 "kept_eval")
+    assert sum(stats[k] for k in accounted) == stats["rows_read"] == 200
+    assert stats["filtered_non_numeric"] > 0  # MATH500 has symbolic answers
+    pct = stats["prompt_tokens_all"]
+    assert pct["min"] <= pct["p50"] <= pct["p90"] <= pct["p99"] <= pct["max"]
+    assert stats["max_prompt_length"] == int(pct["p90"])
+    for part, frame in (("train", train), ("eval", held_out)):
+        info = stats["files"][part]
+        path = tiny_run / info["path"]
+        assert info["rows"] == len(frame)
+        assert info["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest = json.loads((tiny_run / "manifest.json").read_text())
+    assert manifest["stages"]["prep"]["max_prompt_length"] == stats["max_prompt_length"]
+    assert manifest["stages"]["prep"]["source_sha256"] == stats["source_sha256"]
+    assert leftovers(tiny_run) == []
+
+
+def test_bad_rows_are_counted_not_fatal(runner, tiny_run, tmp_path):
+    good = [
+        {"question": f"What is {i} + {i}?", "answer": f"{i} + {i} = <<{i}+{i}={2 * i}>>{2 * i}\n#### {2 * i}"}
+        for i in range(1, 9)
+    ]
+    lines = [json.dumps(r) for r in good] + [
+        json.dumps({"answer": "#### 4"}),  # missing question
+        json.dumps({"question": "No marker?", "answer": "it is 4"}),  # unparsable answer (no ####)
+        json.dumps({"question": 17, "answer": "#### 4"}),  # question not a string
+        json.dumps({"question": "Empty?", "answer": "#### "}),  # empty answer
+        "{this is not json",  # corrupt line
+        json.dumps(["a", "list"]),  # not an object
+        "",  # blank lines are skipped, not counted
+        json.dumps({"question": "Symbolic?", "answer": "#### x+1"}),  # parses, then filtered as non-numeric
+    ]
+    src = tmp_path / "mixed.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    result = prep(runner, tiny_run, "gsm8k", "--source", str(src), "--eval-size", "2", "--quantile", "1")
+    assert result.exit_code == 0, result.output
+    train, held_out, stats = read_run(tiny_run)
+    assert stats["rows_read"] == 15 and stats["bad_rows"] == 6 and stats["filtered_non_numeric"] == 1
+    assert stats["bad_reasons"] == {
+        "missing question": 1, "no '####' answer": 1, "question not a string": 1, "empty answer": 1,
+        "invalid JSON line": 1, "row not an object": 1,
+    }
+    assert len(train) + len(held_out) == 8 and stats["cut_by_length"] == 0
+    assert "bad rows" in result.output and "6" in result.output
+
+
+def test_eval_split_is_deterministic(runner, tmp_path, tiny_model_dir, shared_data):
+    src = shared_data / "gsm8k" / "train.jsonl"
+    held = []
+    for name in ("a", "b"):
+        run = tmp_path / name
+        (run / "base").mkdir(parents=True)
+        (run / "base" / "tiny").symlink_to(tiny_model_dir)
+        result = prep(runner, run, "gsm8k", "--source", str(src), "--limit", "120", "--eval-size", "15")
+        assert result.exit_code == 0, result.output
+        held.append(read_run(run)[1]["question"].tolist())
+    assert held[0] == held[1] and len(held[0]) == 15
+
+
+def test_small_set_keeps_half_for_training(runner, tiny_run, tmp_path):
+    src = tmp_path / "small.csv"
+    pd.DataFrame({"question": [f"q{i}?" for i in range(6)], "answer": [str(i) for i in range(6)]}).to_csv(src)
+    result = prep(runner, tiny_run, "gsm8k", "--source", str(src), "--quantile", "1")  # eval_size 50 > 6 rows
+    assert result.exit_code == 0, result.output
+    train, held_out, stats = read_run(tiny_run)
+    assert stats["schema"] == "question-answer" and (len(train), len(held_out)) == (3, 3)
+
+
+def test_openmath_style_source_writes_sft_data(runner, tiny_run, tmp_path):
+    rows = [{"problem": f"Compute {i}*3.", "expected_answer": str(3 * i),
+             "generated_solution": f"<think>{i}*3 = {3 * i}</think> So {3 * i}."} for i in range(10)]
+    rows.append({"problem": "Simplify x/x.", "expected_answer": "1 (x != 0)", "generated_solution": "..."})
+    src = tmp_path / "om.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = prep(runner, tiny_run, "openmath-mini", "--source", str(src), "--quantile", "1")
+    assert result.exit_code == 0, result.output
+    data = tiny_run / "data"
+    sft = pd.read_parquet(data / "sft.parquet")
+    stats = json.loads((data / "sft_stats.json").read_text())
+    assert not (data / "train.parquet").exists() and not (data / "stats.json").exists()
+    assert len(sft) == 10 and stats["kept_sft"] == 10 and stats["filtered_non_numeric"] == 1
+    assert "<think>" not in "".join(sft["solution"])  # seed 000 format_row strips the think tags
+    assert stats["sft_max_tokens"] == 1024  # seed 000: max_seq_length // 2
+
+
+# ---- hub names offline -----------------------------------------------------------------------------
+
+def test_offline_gsm8k_falls_back_to_bundled_sample(runner, tiny_run):
+    result = prep(runner, tiny_run, "gsm8k", "--limit", "80")
+    assert result.exit_code == 0, result.output
+    assert "bundled sample gsm8k_train.jsonl" in result.output
+    stats = read_run(tiny_run)[2]
+    assert stats["source"] == "bundled:gsm8k_train.jsonl" and stats["rows_read"] == 80
+
+
+def test_offline_dapo_suggests_source(runner, tiny_run):
+    line = error_line(prep(runner, tiny_run, "dapo"))
+    assert "--source" in line
+    assert not (tiny_run / "data").exists()
+
+
+# ---- bad input ------------------------------------------------------------------------------------
+
+def test_unknown_name_lists_names(runner, tmp_path):
+    line = error_line(prep(runner, tmp_path / "run", "gsm9k"))
+    assert all(n in line for n in ("dapo", "gsm8k", "math", "openmath-mini", "openr1"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_empty_after_filters_writes_nothing(runner, tiny_run, tmp_path):
+    src = tmp_path / "symbolic.jsonl"
+    src.write_text("".join(json.dumps({"problem": f"p{i}", "answer": f"x^{i}"}) + "\n" for i in range(5)))
+    line = error_line(prep(runner, tiny_run, "math", "--source", str(src)))
+    assert "no rows left" in line and "--keep-non-numeric" in line
+    assert not (tiny_run / "data").exists() and not (tiny_run / "config.yaml").exists()
+    assert leftovers(tiny_run) == []
+
+
+@pytest.mark.parametrize(("fname", "content", "expect"), [
+    ("corrupt.parquet", b"PAR1 this is not parquet", "not a valid Parquet"),
+    ("binary.jsonl", bytes(range(256)) * 4, "cannot read"),
+    ("garbage.jsonl", b"not json\nstill not\n", "no line is valid JSON"),
+    ("rows.txt", b"question,answer\n", "unsupported data file"),
+    ("columns.csv", b"foo,bar\n1,2\n", "cannot tell the schema"),
+])
+def test_unreadable_file_is_one_line(runner, tiny_run, tmp_path, fname, content, expect):
+    src = tmp_path / fname
+    src.write_bytes(content)
+    line = error_line(prep(runner, tiny_run, "gsm8k", "--source", str(src)))
+    assert expect in line
+    assert not (tiny_run / "data").exists()
+
+
+# ---- parsing helpers (table-driven) -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ("so <<2*3=6>>6\n#### 6", "6"),
+    ("#### 1,080", "1080"),  # thousands commas removed
+    ("#### -3.5 ", "-3.5"),
+    ("a #### 1 #### 2", "2"),  # the last marker wins
+])
+def test_gsm8k_answer(text, answer):
+    assert dp.gsm8k_answer(text)[0] == answer
+
+
+@pytest.mark.parametrize(("text", "boxed"), [
+    (r"$\boxed{5}$", "5"),
+    (r"\boxed{\frac{1}{2}} and later \boxed{3}", "3"),  # the last box
+    (r"\boxed {x^{2}}", "x^{2}"),  # nested braces, space before the brace
+    (r"\fbox{7}", "7"),
+    (r"\boxed{unclosed", None),
+    ("no box", None),
+])
+def test_last_boxed(text, boxed):
+    assert dp.last_boxed(text) == boxed
+
+
+@pytest.mark.parametrize(("solution", "answer"), [
+    ("34", "34"),  # DAPO-Processed: the solution is the answer
+    ("Answer: $12\nmore", "12"),  # seed 000 parse_dapo
+    ("the result: 7", "7"),
+])
+def test_parse_dapo_answer(solution, answer):
+    assert dp.parse_dapo_answer(solution) == answer
+
+
+@pytest.mark.parametrize(("row", "schema"), [
+    ({"question": "q", "answer": "r\n#### 3"}, "gsm8k"),
+    ({"question": "q", "answer": "3"}, "question-answer"),
+    ({"problem": "p", "answer": "3", "solution": "s"}, "problem-answer"),  # MATH500, OpenR1
+    ({"problem": "p", "solution": r"\boxed{3}"}, "problem-solution"),  # MATH (Hendrycks json)
+    ({"problem": "p", "expected_answer": "3", "generated_solution": "s"}, "openmath"),
+    ({"prompt": "p", "solution": "3", "reward_model": {"ground_truth": "3"}}, "dapo-processed"),
+    ({"prompt": [{"role": "user", "content": "p"}], "reward_model": {"ground_truth": "3"}}, "verl"),
+])
+def test_detect_schema(row, schema):
+    assert dp.detect_schema([row]) == schema
+    parsed = dp.parse_records([row], schema)
+    assert parsed.answers == ["3"] and not parsed.bad
