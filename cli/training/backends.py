@@ -89,6 +89,60 @@ def import_backend(backend: str, *, use_vllm: bool = False) -> None:
         ) from None
 
 
+class _TorchChunkedLogProb:
+    """Plain-torch stand-in for ``trl.kernels.ChunkedLogProbFunction`` (same inputs and outputs).
+
+    TRL 1.15 computes SFT and GRPO log-probs with a Triton kernel (its "fused LM head") whatever the
+    device; on a CPU Triton has no driver and training stops with "0 active drivers". Here the logits
+    are built in token chunks (bounded memory) and autograd does the backward.
+    """
+
+    @staticmethod
+    def apply(hidden, weight, bias, targets, temperature, chunk_size, softcap, logit_scale, outputs):  # noqa: ANN001, ANN205
+        import torch
+
+        n, vocab = hidden.shape[0], weight.shape[0]
+        step = max(1, (1 << 25) // max(vocab, 1))  # ~128 MiB of fp32 logits per chunk
+        parts: dict[str, list[Any]] = {
+            k: [] for k in ("lp", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1")
+        }
+        for start in range(0, max(n, 1), step):
+            h, t = hidden[start : start + step], targets[start : start + step]
+            z = h.float() @ weight.float().t()
+            if bias is not None:
+                z = z + bias.float()
+            z = z * logit_scale
+            if softcap:
+                z = softcap * torch.tanh(z / softcap)
+            z = z / temperature
+            logp = torch.log_softmax(z, dim=-1)
+            parts["lp"].append(logp.gather(-1, t[:, None]).squeeze(-1))
+            if "entropy" in outputs:
+                parts["entropy"].append(-(logp.exp() * logp).sum(-1))
+            if "log_sum_sq_probs" in outputs:
+                parts["log_sum_sq_probs"].append(torch.logsumexp(2 * logp, dim=-1).detach())
+            if "mean_logits" in outputs:
+                parts["mean_logits"].append(z.mean(-1).detach())
+            if "is_top1" in outputs:
+                parts["is_top1"].append(z.argmax(-1) == t)
+        return tuple(torch.cat(v) if v else None for v in parts.values())
+
+
+def patch_trl_for_cpu(backend: str) -> None:
+    """Under hf without a GPU, swap TRL's Triton log-prob kernel for :class:`_TorchChunkedLogProb`.
+
+    Unsloth computes these losses itself, so only the hf backend needs it.
+    """
+    import torch
+
+    if backend != "hf" or torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available()):
+        return
+    import trl.trainer.utils as trl_utils
+
+    if hasattr(trl_utils, "_ChunkedLogProbFunction"):
+        trl_utils._ChunkedLogProbFunction = _TorchChunkedLogProb
+
+
 # ---- LoRA settings ------------------------------------------------------------------------------
 def adapter_settings(adapter: Path) -> dict[str, Any]:
     """LoRA shape of a saved adapter (so the next stage rebuilds exactly that adapter)."""

@@ -92,6 +92,7 @@ def _common_args(cfg: Any, section: Any, model: Any, output_dir: Path, max_steps
 # ---- stage 1 ------------------------------------------------------------------------------------
 def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     backends.import_backend(backend)  # before TRL/transformers
+    backends.patch_trl_for_cpu(backend)
     from trl import SFTConfig, SFTTrainer
 
     from cli.training.data import sft_dataset
@@ -133,10 +134,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
         packing=packing,
         report_to="none",
     )
-    trainer_cls = SFTTrainer
-    if backend == "hf" and not backends.cuda_available():
-        trainer_cls = _cpu_sft_trainer(SFTTrainer)
-    trainer = trainer_cls(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)
+    trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)
     quiet_trainer(trainer)
     live = make_callback(run, "sft", max_steps=steps if steps > 0 else 0)
     trainer.add_callback(live)
@@ -175,22 +173,6 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     return summary
 
 
-def _cpu_sft_trainer(base: type) -> type:
-    """TRL 1.15's SFT loss runs a Triton kernel (fused LM head) even on the CPU, where Triton has no
-    driver ("0 active drivers"). On the CPU the loss comes from the model's own forward instead."""
-    from transformers import Trainer
-
-    class CPUSFTTrainer(base):  # type: ignore[misc,valid-type]
-        def compute_loss(
-            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
-        ) -> Any:
-            return Trainer.compute_loss(
-                self, model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
-            )
-
-    return CPUSFTTrainer
-
-
 def _last(trainer: Any, key: str) -> float | None:
     for entry in reversed(trainer.state.log_history):
         if key in entry:
@@ -211,6 +193,7 @@ def run_grpo(
     adapter: Path | None,
 ) -> dict[str, Any]:
     backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
+    backends.patch_trl_for_cpu(backend)
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
