@@ -1,10 +1,318 @@
-"""(stub) grpo chat."""
+"""Talk to the trained model: tokens stream in, reasoning dim, the solution in a bold panel.
+
+Uses the run's system prompt and chat template (the format contract), greedy decoding.
+
+  grpo chat                          # newest adapter (GRPO, else SFT) over the run's base model
+  grpo chat --source gguf            # the exported GGUF through llama.cpp
+  grpo chat --prompt "What is 7*6?"  # one shot for scripts: prints the answer and exits
+
+In the REPL: [bold]/compare[/] [QUESTION] puts base and tuned answers side by side (the last question when
+none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves.
+"""
 
 from __future__ import annotations
 
-from cli.common import GrpoError, handle_errors
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.common import DEFAULT_RUN, GrpoError, RunOpt, console, err_console, handle_errors
+from cli.rundir import RunDir
+
+SOURCES = ("lora", "merged", "gguf", "base")
+MODEL_PANEL = "Model"
+
+
+class Engine:
+    """One way of producing completions: an HF model (maybe with its adapter off) or a GGUF file."""
+
+    label = "model"
+
+    def prompt(self, question: str, history: list[dict[str, str]]) -> str:
+        raise NotImplementedError
+
+    def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
+        raise NotImplementedError
+
+    def complete(self, prompt: str, max_new_tokens: int) -> str:
+        return "".join(self.stream(prompt, max_new_tokens))
+
+
+class HFEngine(Engine):
+    def __init__(self, model: Any, tokenizer: Any, spec: Any, label: str, adapter_off: bool = False) -> None:
+        self.model, self.tokenizer, self.spec, self.label = model, tokenizer, spec, label
+        self.adapter_off = adapter_off
+
+    def prompt(self, question: str, history: list[dict[str, str]]) -> str:
+        from cli.inference import prompt_text
+
+        return prompt_text(self.tokenizer, self.spec, question, history)
+
+    def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
+        from cli.inference import hf_stream
+
+        if self.adapter_off:
+            # The same weights with the LoRA switched off: the base model, no second copy in memory.
+            yield self.complete(prompt, max_new_tokens)
+            return
+        yield from hf_stream(self.model, self.tokenizer, prompt, max_new_tokens=max_new_tokens)
+
+    def complete(self, prompt: str, max_new_tokens: int) -> str:
+        from cli.inference import hf_generate
+
+        if self.adapter_off:
+            with self.model.disable_adapter():
+                gen = hf_generate(self.model, self.tokenizer, [prompt], max_new_tokens=max_new_tokens)
+        else:
+            gen = hf_generate(self.model, self.tokenizer, [prompt], max_new_tokens=max_new_tokens)
+        return gen[0].text
+
+
+class GGUFEngine(Engine):
+    def __init__(self, path: Path, spec: Any) -> None:
+        from cli.inference import GGUFModel
+
+        self.gguf = GGUFModel(path)
+        self.spec = spec
+        self.label = f"gguf {path.name}"
+        self.eos_text = self.gguf.detokenize([self.gguf.eos])
+
+    def prompt(self, question: str, history: list[dict[str, str]]) -> str:
+        from cli.inference import render_prompt
+
+        return render_prompt(self.spec, self.eos_text, question, history)
+
+    def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
+        yield from self.gguf.stream(prompt, max_new_tokens)
+
+
+# ---- finding the model -------------------------------------------------------------------------
+def newest_gguf(run: RunDir, quant: str | None) -> Path:
+    export = run.export_dir
+    candidates = sorted(export.glob("gguf-*/*.gguf"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if quant:
+        candidates = [p for p in candidates if p.parent.name == f"gguf-{quant.lower()}"]
+    if not candidates:
+        what = f"a {quant} GGUF" if quant else "a GGUF export"
+        raise GrpoError(
+            f"no {what} in {export}: run `grpo export --gguf {quant or 'q4_k_m'} --run {run.path}` first"
+        )
+    return candidates[0]
+
+
+def build_engines(
+    run: RunDir, source: str | None, adapter: str | None, quant: str | None
+) -> tuple[Engine, Any]:
+    """The tuned engine and a factory for the base engine (for /compare)."""
+    from cli import inference as inf
+    from cli.models import resolve_model
+
+    inf.require_run(run)
+    cfg = inf.run_config(run)
+    spec = cfg.format_spec()
+    source = (source or "lora").lower()
+    if source not in SOURCES:
+        raise GrpoError(f"unknown --source {source!r} (choose {', '.join(SOURCES)})")
+
+    def hf_base() -> Engine:
+        path = resolve_model(cfg, run)
+        return HFEngine(inf.load_hf(path), inf.load_tokenizer(path, spec), spec, f"base {cfg.model}")
+
+    if source == "base":
+        engine = hf_base()
+        return engine, lambda: engine
+    if source == "lora":
+        stage, path = inf.pick_adapter(run, adapter)
+        inf.load_adapter_tensors(path)
+        base_path = resolve_model(cfg, run)
+        tok = inf.load_tokenizer(inf.adapter_tokenizer_path(path, base_path), spec)
+        model = inf.attach_adapter(inf.load_hf(base_path), path)
+        tuned = HFEngine(model, tok, spec, f"{stage} adapter")
+        return tuned, lambda: HFEngine(model, tok, spec, f"base {cfg.model}", adapter_off=True)
+    if source == "merged":
+        path = run.export_dir / inf.MERGED_DIRNAME
+        if not (path / "config.json").exists():
+            raise GrpoError(
+                f"no merged export in {run.export_dir}: "
+                f"run `grpo export --merged 16bit --run {run.path}` first"
+            )
+        return HFEngine(inf.load_hf(path), inf.load_tokenizer(path, spec), spec, "merged 16-bit"), hf_base
+    # gguf
+    return GGUFEngine(newest_gguf(run, quant), spec), hf_base
+
+
+# ---- display -----------------------------------------------------------------------------------
+def renderable(spec: Any, text: str, done: bool = False) -> Any:
+    """Reasoning dim, the solution in a bold panel (partial while streaming)."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from cli.inference import split_completion
+
+    reasoning, solution, rest = split_completion(spec, text)
+    parts: list[Any] = [Text(spec.reasoning_start + reasoning, style="dim")]
+    if solution is not None:
+        parts.append(
+            Panel(
+                Text(solution.strip(), style="bold"),
+                title="solution",
+                title_align="left",
+                border_style="green",
+                expand=False,
+            )
+        )
+    elif done:
+        parts.append(Text("(no solution tags in this answer)", style="yellow"))
+    if rest.strip():
+        parts.append(Text(rest, style="dim italic"))
+    return Group(*parts)
+
+
+def show_stream(engine: Engine, spec: Any, prompt: str, max_new_tokens: int) -> str:
+    from rich.live import Live
+
+    text = ""
+    if not console.is_terminal:
+        for piece in engine.stream(prompt, max_new_tokens):
+            text += piece
+        console.print(renderable(spec, text, done=True))
+        return text
+    with Live(renderable(spec, ""), console=console, refresh_per_second=12, transient=False) as live:
+        for piece in engine.stream(prompt, max_new_tokens):
+            text += piece
+            live.update(renderable(spec, text))
+        live.update(renderable(spec, text, done=True))
+    return text
+
+
+def show_compare(spec: Any, question: str, base: tuple[str, str], tuned: tuple[str, str]) -> None:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    table = Table(title=f"/compare: {question[:80]}", expand=True, show_lines=True)
+    table.add_column(base[0], ratio=1)
+    table.add_column(tuned[0], ratio=1)
+    table.add_row(
+        Panel(renderable(spec, base[1], done=True), border_style="dim"),
+        Panel(renderable(spec, tuned[1], done=True), border_style="cyan"),
+    )
+    console.print(table)
+
+
+HELP = "commands: /compare [QUESTION]  /reset  /exit   (anything else is a question)"
 
 
 @handle_errors
-def chat() -> None:
-    raise GrpoError("grpo chat is not implemented yet")
+def chat(
+    run: RunOpt = DEFAULT_RUN,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--source",
+            help="lora (base + newest adapter, default), merged (export/merged-16bit), gguf (llama.cpp) "
+            "or base.",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    adapter: Annotated[
+        str | None,
+        typer.Option(
+            "--adapter",
+            help="With --source lora: grpo or sft (default: the newest).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            help="With --source gguf: which exported GGUF (q4_k_m, q8_0, …; default: the newest).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    prompt: Annotated[
+        str | None,
+        typer.Option("--prompt", "-p", help="One question, print the answer and exit (for scripts)."),
+    ] = None,
+    answer_only: Annotated[
+        bool,
+        typer.Option("--answer-only", help="With --prompt: print only the text between the solution tags."),
+    ] = False,
+    max_new_tokens: Annotated[
+        int, typer.Option("--max-new-tokens", min=1, help="Completion budget per answer.")
+    ] = 512,
+) -> None:
+    if prompt is not None and not prompt.strip():
+        raise GrpoError("--prompt is empty")
+    rd = RunDir(run)
+    engine, base_factory = build_engines(rd, source, adapter, quant)
+    spec = engine.spec
+
+    if prompt is not None:
+        from cli.inference import split_completion
+
+        if answer_only or not console.is_terminal:
+            text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
+            _, solution, _ = split_completion(spec, text)
+            if answer_only:
+                if solution is None:
+                    err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
+                typer.echo(solution.strip() if solution is not None else text)
+            else:
+                typer.echo(spec.reasoning_start + text)
+        else:
+            show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
+        return
+
+    console.print(f"[bold]grpo chat[/] — {engine.label} · run {rd.path} · greedy, ≤{max_new_tokens} tokens")
+    console.print(f"[dim]system: {spec.system_prompt}[/]")
+    console.print(f"[dim]{HELP}[/]")
+    history: list[dict[str, str]] = []
+    last_question: str | None = None
+    base_engine: Engine | None = None
+    while True:
+        try:
+            line = console.input("[bold cyan]you>[/] ")
+        except EOFError:
+            console.print()
+            break
+        line = line.strip()
+        if not line:
+            continue
+        if line in ("/exit", "/quit", "/q"):
+            break
+        if line == "/help":
+            console.print(HELP)
+            continue
+        if line == "/reset":
+            history.clear()
+            console.print("[dim]conversation cleared[/]")
+            continue
+        if line.startswith("/compare"):
+            question = line[len("/compare") :].strip() or last_question
+            if not question:
+                console.print("[yellow]ask something first, or /compare QUESTION[/]")
+                continue
+            if base_engine is None:
+                with console.status("loading the base model…"):
+                    base_engine = base_factory()
+            with console.status("generating base and tuned answers…"):
+                base_text = base_engine.complete(base_engine.prompt(question, []), max_new_tokens)
+                tuned_text = engine.complete(engine.prompt(question, []), max_new_tokens)
+            show_compare(spec, question, (base_engine.label, base_text), (engine.label, tuned_text))
+            last_question = question
+            continue
+        if line.startswith("/"):
+            console.print(f"[yellow]unknown command {line.split()[0]}[/] — {HELP}")
+            continue
+        text = show_stream(engine, spec, engine.prompt(line, history), max_new_tokens)
+        history += [
+            {"role": "user", "content": line},
+            {"role": "assistant", "content": spec.reasoning_start + text},
+        ]
+        last_question = line
+    sys.stdout.flush()

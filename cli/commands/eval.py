@@ -1,10 +1,446 @@
-"""(stub) grpo eval."""
+"""Score the base model and each trained checkpoint on held-out problems (format %, accuracy, length).
+
+Greedy, batched decoding of the same prompts through the base model, the SFT adapter and the GRPO
+adapter (each one present), the columns of seed 000's results table:
+
+- [bold]format compliance[/]: share of completions where match_format_exactly > 0 (seed 000's FORMAT regex:
+  reasoning-end tag, then the answer between the solution tags, then only whitespace);
+- [bold]accuracy[/]: share whose extracted answer equals the gold one exactly or after strip()
+  (check_answer_accuracy's two top tiers), or numerically (thousands separators allowed: "1,000" = "1000.0");
+- [bold]mean length[/]: completion tokens up to EOS.
+
+Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
+
+  grpo eval                       # the run's held-out split (data/eval.parquet)
+  grpo eval --data gsm8k --limit 50
+  grpo eval --source my_test.jsonl
+"""
 
 from __future__ import annotations
 
-from cli.common import GrpoError, handle_errors
+import io
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.common import DEFAULT_RUN, GrpoError, RunOpt, console, err_console, handle_errors
+from cli.rundir import RunDir, atomic_dir
+
+DATA_PANEL = "Data"
+GEN_PANEL = "Generation"
+
+ACCURACY_DEFINITION = (
+    "correct = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the extracted solution "
+    "equals the gold answer as a number (thousands separators allowed); "
+    "format compliance = match_format_exactly > 0"
+)
+
+BUNDLED = {"gsm8k": "gsm8k_test.jsonl", "math": "math500.jsonl", "math500": "math500.jsonl"}
+
+
+# ---- data --------------------------------------------------------------------------------------
+def _gold(row: dict[str, Any]) -> str | None:
+    for key in ("answer", "target", "ground_truth", "final_answer"):
+        value = row.get(key)
+        if isinstance(value, dict):
+            value = value.get("target") or value.get("ground_truth")
+        if value not in (None, ""):
+            text = str(value)
+            # GSM8K: the worked solution ends with "#### N".
+            return text.split("####")[-1].strip() if "####" in text else text.strip()
+    rm = row.get("reward_model")
+    if isinstance(rm, dict):
+        gt = rm.get("ground_truth")
+        if isinstance(gt, dict):
+            gt = gt.get("target")
+        if gt not in (None, ""):
+            return str(gt).strip()
+    return None
+
+
+def _question(row: dict[str, Any]) -> str | None:
+    for key in ("question", "problem", "prompt", "query"):
+        value = row.get(key)
+        if isinstance(value, (list, tuple)) and value and isinstance(value[-1], dict):
+            value = value[-1].get("content")  # chat-style prompt: the last (user) turn
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def read_local(path: Path, limit: int | None) -> list[dict[str, str]]:
+    """question/answer rows from a .jsonl, .json, .parquet or .csv file (GSM8K / MATH / DAPO shapes)."""
+    if not path.exists():
+        raise GrpoError(f"eval data file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        elif suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = data if isinstance(data, list) else data.get("data", [])
+        elif suffix in (".parquet", ".csv"):
+            import pandas as pd
+
+            df = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
+            raw = df.to_dict(orient="records")
+        else:
+            raise GrpoError(
+                f"unsupported eval data format {suffix!r} for {path}: use .jsonl, .json, .parquet or .csv"
+            )
+    except GrpoError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - json/pyarrow raise many kinds
+        raise GrpoError(
+            f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
+    rows = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        q, a = _question(item), _gold(item)
+        if q is not None and a is not None:
+            rows.append({"question": q, "answer": a})
+        if limit is not None and len(rows) >= limit:
+            break
+    if not rows:
+        raise GrpoError(f"{path} has no usable rows (need a question/problem and an answer column)")
+    return rows
+
+
+def _with_prep(
+    name: str | None, source: Path | None, limit: int | None
+) -> tuple[list[dict[str, str]], str] | None:
+    """Rows through prep's loader and schema detection (cli/data_prep.py), or None when it is absent.
+
+    A hub name loads its *test* split; offline, the bundled test sample stands in.
+    """
+    try:
+        from cli import data_prep as dp
+    except ImportError:
+        return None
+    if source is not None:
+        loaded = dp.read_file(source)
+        label = str(source)
+    else:
+        assert name is not None
+        ds = dp.DATASETS.get(name)
+        if ds is None:
+            raise GrpoError(f"unknown --data {name!r}: choose gsm8k or math, or pass --source FILE")
+        try:
+            loaded = dp.load_hub(ds, split="test")
+            label = loaded.source
+        except dp.HubUnavailable:
+            if name not in BUNDLED:
+                raise
+            from cli.models import SAMPLES
+
+            loaded = dp.read_file(SAMPLES / BUNDLED[name])
+            label = f"{name} (bundled test sample {BUNDLED[name]}; hub not reachable)"
+    schema = dp.detect_schema(loaded.records, label)
+    parsed = dp.parse_records(loaded.records, schema)
+    rows = [{"question": q, "answer": a} for q, a in zip(parsed.questions, parsed.answers, strict=False)]
+    if not rows:
+        raise GrpoError(f"{label} has no usable rows (need a question/problem and an answer)")
+    return (rows[:limit] if limit is not None else rows), label
+
+
+def load_rows(
+    run: RunDir, data: str | None, source: Path | None, limit: int | None
+) -> tuple[list[dict[str, str]], str]:
+    """The eval rows and a label saying where they came from."""
+    from cli.inference import eval_rows
+
+    if source is not None or data is not None:
+        key = data.lower() if data else None
+        got = _with_prep(key, source, limit)
+        if got is not None:
+            return got
+        if source is not None:  # prep's loader is not there: the minimal local reader
+            return read_local(source, limit), str(source)
+        if key not in BUNDLED:
+            raise GrpoError(f"unknown --data {data!r}: choose gsm8k or math, or pass --source FILE")
+        from cli.models import SAMPLES
+
+        return read_local(SAMPLES / BUNDLED[key], limit), f"{key} (bundled sample {BUNDLED[key]})"
+    rows = eval_rows(run, limit)
+    if not rows:
+        raise GrpoError(
+            f"no held-out split in {run.path} (data/eval.parquet): "
+            f"run `grpo prep NAME --run {run.path}` first, "
+            "or pass --data gsm8k|math or --source FILE"
+        )
+    return rows, "data/eval.parquet"
+
+
+# ---- report ------------------------------------------------------------------------------------
+def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"# grpo eval — {meta['data']} ({meta['n']} problems, greedy, "
+        f"max {meta['max_new_tokens']} new tokens)",
+        "",
+        "| Model Checkpoint | Format Compliance (%) | Accuracy (%) | Avg Completion Length (Tokens) |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['label']} | {100 * r['format_compliance']:.1f}% | {100 * r['accuracy']:.1f}% | "
+            f"{r['mean_completion_tokens']:.0f} |"
+        )
+    lines += ["", f"Definitions: {ACCURACY_DEFINITION}.", f"Rewards scored by `{meta['rewards']}`.", ""]
+    return "\n".join(lines)
+
+
+def plot_png(results: list[dict[str, Any]], title: str) -> bytes:
+    try:
+        import matplotlib
+    except ImportError:
+        raise GrpoError(
+            "matplotlib is missing (eval plots): pip install 'grpo[train]' or pip install matplotlib"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [r["label"] for r in results]
+    x = range(len(labels))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    width = 0.38
+    ax1.bar(
+        [i - width / 2 for i in x], [100 * r["format_compliance"] for r in results], width, label="format %"
+    )
+    ax1.bar([i + width / 2 for i in x], [100 * r["accuracy"] for r in results], width, label="accuracy %")
+    ax1.set_xticks(list(x), labels)
+    ax1.set_ylim(0, 100)
+    ax1.set_ylabel("%")
+    ax1.legend(loc="upper left", fontsize=8)
+    ax1.set_title("format compliance and accuracy")
+    ax2.bar(list(x), [r["mean_completion_tokens"] for r in results], color="tab:gray")
+    ax2.set_xticks(list(x), labels)
+    ax2.set_ylabel("tokens")
+    ax2.set_title("mean completion length")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
 
 
 @handle_errors
-def eval_() -> None:
-    raise GrpoError("grpo eval is not implemented yet")
+def eval_(
+    run: RunOpt = DEFAULT_RUN,
+    data: Annotated[
+        str | None,
+        typer.Option(
+            "--data",
+            help="gsm8k or math (prep's loader or the bundled samples) instead of the run's eval split.",
+            rich_help_panel=DATA_PANEL,
+        ),
+    ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--source",
+            help="Local .jsonl/.json/.parquet/.csv with question (or problem) and answer columns.",
+            rich_help_panel=DATA_PANEL,
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=1,
+            help="Score at most N problems (default: all of them).",
+            rich_help_panel=DATA_PANEL,
+        ),
+    ] = None,
+    models: Annotated[
+        str,
+        typer.Option(
+            "--models",
+            help="Comma list of checkpoints to score among base, sft, grpo (those present).",
+            rich_help_panel=GEN_PANEL,
+        ),
+    ] = "base,sft,grpo",
+    max_new_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-new-tokens", min=1, help="Completion budget per problem.", rich_help_panel=GEN_PANEL
+        ),
+    ] = 512,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Prompts decoded together.", rich_help_panel=GEN_PANEL)
+    ] = 8,
+) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from cli import inference as inf
+    from cli.models import resolve_model
+
+    rd = RunDir(run)
+    inf.require_run(rd)
+    wanted = [m.strip() for m in models.split(",") if m.strip()]
+    bad = [m for m in wanted if m not in LABELS]
+    if bad or not wanted:
+        raise GrpoError(
+            f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} (choose base, sft, grpo)"
+        )
+    cfg = inf.run_config(rd)
+    spec = cfg.format_spec()
+    rows, data_label = load_rows(rd, data, source, limit)
+    adapters = inf.available_adapters(rd)
+    checkpoints = [m for m in wanted if m == "base" or m in adapters]
+    skipped = [m for m in wanted if m not in checkpoints]
+    for m in skipped:
+        err_console.print(f"[yellow]note:[/] no {m} adapter in {rd.path}; skipping it")
+    for stage in checkpoints:
+        if stage != "base":
+            inf.load_adapter_tensors(adapters[stage])  # corrupt file: one line before any model loads
+    rd.ensure()  # fails with one line when the run directory is not writable
+
+    base_path = resolve_model(cfg, rd)
+    tokenizer = inf.load_tokenizer(base_path, spec)
+    base = inf.load_hf(base_path)
+    prompts = [inf.prompt_text(tokenizer, spec, r["question"]) for r in rows]
+    answers = [r["answer"] for r in rows]
+
+    peft_model = None
+    results: list[dict[str, Any]] = []
+    samples: list[dict[str, Any]] = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+    ) as progress:
+        for stage in checkpoints:
+            task = progress.add_task(f"{stage:>4}", total=len(prompts))
+            start = time.time()
+            if stage == "base":
+                model, ctx = base, None
+                if peft_model is not None:
+                    ctx = peft_model.disable_adapter()
+            else:
+                if peft_model is None:
+                    peft_model = inf.attach_adapter(base, adapters[stage])
+                    current = "default"
+                else:
+                    inf.load_adapter_tensors(adapters[stage])
+                    peft_model.load_adapter(str(adapters[stage]), adapter_name=stage)
+                    current = stage
+                peft_model.set_adapter(current)
+                model, ctx = peft_model, None
+            if ctx is not None:
+                with ctx:
+                    gens = inf.hf_generate(
+                        model,
+                        tokenizer,
+                        prompts,
+                        max_new_tokens=max_new_tokens,
+                        batch_size=batch_size,
+                        progress=lambda n, t=task: progress.advance(t, n),
+                    )
+            else:
+                gens = inf.hf_generate(
+                    model,
+                    tokenizer,
+                    prompts,
+                    max_new_tokens=max_new_tokens,
+                    batch_size=batch_size,
+                    progress=lambda n, t=task: progress.advance(t, n),
+                )
+            seconds = time.time() - start
+            completions = [g.text for g in gens]
+            sc = inf.score(spec, completions, answers, prompts=[spec.messages(r["question"]) for r in rows])
+            lengths = [len(g.tokens) for g in gens]
+            results.append(
+                {
+                    "checkpoint": stage,
+                    "label": LABELS[stage],
+                    "adapter": str(adapters[stage]) if stage in adapters else None,
+                    "n": len(rows),
+                    "format_compliance": sum(sc.format_ok) / len(rows),
+                    "accuracy": sum(sc.correct) / len(rows),
+                    "mean_completion_tokens": sum(lengths) / len(lengths),
+                    "hit_max_new_tokens": sum(1 for n in lengths if n >= max_new_tokens) / len(lengths),
+                    "mean_match_format_exactly": sc.mean("format"),
+                    "mean_check_answer_accuracy": sc.mean("accuracy"),
+                    "seconds": round(seconds, 2),
+                }
+            )
+            for r, g, f, c in zip(rows, gens, sc.format_ok, sc.correct, strict=False):
+                samples.append(
+                    {
+                        "checkpoint": stage,
+                        "question": r["question"],
+                        "answer": r["answer"],
+                        "completion": g.text,
+                        "tokens": len(g.tokens),
+                        "format_ok": f,
+                        "correct": c,
+                    }
+                )
+            rewards_source = sc.source
+
+    meta = {
+        "data": data_label,
+        "n": len(rows),
+        "max_new_tokens": max_new_tokens,
+        "decoding": "greedy",
+        "model": str(cfg.model),
+        "format": spec.name,
+        "contract_sha256": spec.contract_hash(),
+        "rewards": rewards_source,
+        "definitions": ACCURACY_DEFINITION,
+        "skipped": skipped,
+    }
+    report = {**meta, "results": results}
+    png = plot_png(results, f"grpo eval — {data_label}, n={len(rows)}, greedy")
+    with atomic_dir(rd.eval_dir) as tmp:
+        (tmp / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (tmp / "report.md").write_text(markdown_table(results, meta), encoding="utf-8")
+        (tmp / "eval.png").write_bytes(png)
+        with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
+            for s in samples:
+                fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+    rd.record_stage(
+        "eval",
+        {
+            "data": data_label,
+            "n": len(rows),
+            "results": {
+                r["checkpoint"]: {
+                    k: r[k] for k in ("format_compliance", "accuracy", "mean_completion_tokens")
+                }
+                for r in results
+            },
+        },
+    )
+
+    table = Table(title=f"grpo eval — {data_label} ({len(rows)} problems, greedy)")
+    table.add_column("Model Checkpoint")
+    table.add_column("Format Compliance (%)", justify="right")
+    table.add_column("Accuracy (%)", justify="right")
+    table.add_column("Avg Completion Length (Tokens)", justify="right")
+    table.add_column("time", justify="right")
+    for r in results:
+        table.add_row(
+            r["label"],
+            f"{100 * r['format_compliance']:.1f}%",
+            f"{100 * r['accuracy']:.1f}%",
+            f"{r['mean_completion_tokens']:.0f}",
+            f"{r['seconds']:.1f}s",
+        )
+    console.print(table)
+    console.print(
+        f"report: {rd.eval_dir / 'report.json'}, {rd.eval_dir / 'report.md'}, {rd.eval_dir / 'eval.png'}"
+    )

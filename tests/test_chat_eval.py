@@ -1,0 +1,198 @@
+"""`grpo chat` (one-shot on each source, the REPL commands) and `grpo eval` on a tiny slice.
+
+Uses the run built by tests/test_export.py's helpers (tiny Qwen3 + real peft adapters trained to answer
+in the format), shared through the session's temp folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_export import HAS_GGUF, copy_run, invoke, needs_gguf, one_error_line, shared_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_run(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def exported_run(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the run with a merged 16-bit export (and a q8_0 GGUF when the extra is installed)."""
+    run = copy_run(run_dir, tmp_path_factory.mktemp("exported") / "run")
+    args = ["export", "--run", run, "--merged", "16bit", "--verify", "0"]
+    if HAS_GGUF:
+        args += ["--gguf", "q8_0"]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    return run
+
+
+# ---- chat ---------------------------------------------------------------------------------------
+def test_chat_help():
+    result = invoke("chat", "--help")
+    assert result.exit_code == 0 and "--prompt" in result.output and "/compare" in result.output
+
+
+@pytest.mark.parametrize("adapter", ["grpo", "sft"])
+def test_chat_one_shot_lora(run_dir, adapter):
+    result = invoke(
+        "chat",
+        "--run",
+        run_dir,
+        "--adapter",
+        adapter,
+        "--prompt",
+        "What is 2+3?",
+        "--max-new-tokens",
+        "24",
+        "--answer-only",
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().splitlines()[-1] == "18"
+
+
+def test_chat_one_shot_full_completion(run_dir):
+    result = invoke("chat", "--run", run_dir, "--prompt", "What is 2+3?", "--max-new-tokens", "24")
+    assert result.exit_code == 0, result.output
+    # Not a terminal: the raw completion, starting at the generation prompt's reasoning tag.
+    assert "<start_working_out>" in result.stdout and "<SOLUTION>18</SOLUTION>" in result.stdout
+
+
+def test_chat_one_shot_base(run_dir):
+    result = invoke("chat", "--run", run_dir, "--source", "base", "--prompt", "Hi", "--max-new-tokens", "4")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow
+def test_chat_one_shot_merged(exported_run):
+    result = invoke(
+        "chat",
+        "--run",
+        exported_run,
+        "--source",
+        "merged",
+        "--prompt",
+        "What is 2+3?",
+        "--max-new-tokens",
+        "24",
+        "--answer-only",
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().splitlines()[-1] == "18"
+
+
+@pytest.mark.slow
+@needs_gguf
+def test_chat_one_shot_gguf(exported_run):
+    result = invoke(
+        "chat",
+        "--run",
+        exported_run,
+        "--source",
+        "gguf",
+        "--prompt",
+        "What is 2+3?",
+        "--max-new-tokens",
+        "24",
+        "--answer-only",
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().splitlines()[-1] == "18"
+
+
+def test_chat_repl_compare_reset_exit(run_dir):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        ["chat", "--run", str(run_dir), "--max-new-tokens", "16"],
+        input="What is 2+3?\n/compare\n/reset\n/bogus\n/exit\n",
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "solution" in out and "18" in out  # the tuned answer's solution panel
+    assert "/compare" in out and "base tiny" in out and "grpo adapter" in out  # side by side
+    assert "conversation cleared" in out
+    assert "unknown command /bogus" in out
+
+
+def test_chat_nothing_trained_yet(run_dir, tmp_path):
+    run = copy_run(run_dir, tmp_path / "run")
+    shutil.rmtree(run / "grpo")
+    shutil.rmtree(run / "sft")
+    line = one_error_line(invoke("chat", "--run", run, "--prompt", "hi"))
+    assert "nothing trained yet" in line and "grpo sft" in line
+
+
+def test_chat_bad_inputs(run_dir, tmp_path):
+    assert "no run directory" in one_error_line(invoke("chat", "--run", tmp_path / "x", "--prompt", "hi"))
+    assert "unknown --source" in one_error_line(
+        invoke("chat", "--run", run_dir, "--source", "onnx", "-p", "hi")
+    )
+    assert "grpo export --merged" in one_error_line(
+        invoke("chat", "--run", run_dir, "--source", "merged", "-p", "hi")
+    )
+    run = copy_run(run_dir, tmp_path / "run")
+    (run / "grpo" / "adapter" / "adapter_model.safetensors").write_bytes(b"\x00" * 10)
+    assert "corrupt" in one_error_line(invoke("chat", "--run", run, "--adapter", "grpo", "-p", "hi"))
+
+
+# ---- eval ---------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_eval_tiny_slice(run_dir, tmp_path):
+    run = copy_run(run_dir, tmp_path / "run")
+    result = invoke("eval", "--run", run, "--limit", "4", "--max-new-tokens", "24", "--batch-size", "3")
+    assert result.exit_code == 0, result.output
+    report = json.loads((run / "eval" / "report.json").read_text())
+    rows = {r["checkpoint"]: r for r in report["results"]}
+    assert list(rows) == ["base", "sft", "grpo"]
+    assert report["n"] == 4 and report["data"] == "data/eval.parquet"
+    # The random base never writes the format; the trained adapters always do, answering 18:
+    # right for GSM8K test #1 (Janet's ducks), wrong for the next three.
+    assert rows["base"]["format_compliance"] == 0.0 and rows["base"]["accuracy"] == 0.0
+    for stage in ("sft", "grpo"):
+        assert rows[stage]["format_compliance"] == 1.0
+        assert rows[stage]["accuracy"] == 0.25
+        assert 0 < rows[stage]["mean_completion_tokens"] < 24
+    md = (run / "eval" / "report.md").read_text()
+    assert "| After GRPO | 100.0% | 25.0% |" in md and "Format Compliance (%)" in md
+    assert (run / "eval" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len((run / "eval" / "samples.jsonl").read_text().splitlines()) == 12
+    assert "eval" in json.loads((run / "manifest.json").read_text())["stages"]
+
+
+def test_eval_bundled_and_local_data(run_dir, tmp_path):
+    run = copy_run(run_dir, tmp_path / "run")
+    result = invoke(
+        "eval", "--run", run, "--data", "gsm8k", "--limit", "2", "--max-new-tokens", "4", "--models", "grpo"
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((run / "eval" / "report.json").read_text())
+    assert report["n"] == 2 and "gsm8k" in report["data"]
+    assert [r["checkpoint"] for r in report["results"]] == ["grpo"]
+
+    src = tmp_path / "mine.jsonl"
+    src.write_text(json.dumps({"question": "What is 2+3?", "answer": "18"}) + "\n")
+    result = invoke("eval", "--run", run, "--source", src, "--max-new-tokens", "24", "--models", "sft")
+    assert result.exit_code == 0, result.output
+    report = json.loads((run / "eval" / "report.json").read_text())
+    assert report["results"][0]["accuracy"] == 1.0
+
+
+def test_eval_bad_inputs(run_dir, tmp_path):
+    assert "no run directory" in one_error_line(invoke("eval", "--run", tmp_path / "none"))
+    assert "--models" in one_error_line(invoke("eval", "--run", run_dir, "--models", "dpo"))
+    assert "gsm8k or math" in one_error_line(invoke("eval", "--run", run_dir, "--data", "imagenet"))
+    assert "not found" in one_error_line(
+        invoke("eval", "--run", run_dir, "--source", tmp_path / "nope.jsonl")
+    )
+    run = copy_run(run_dir, tmp_path / "run")
+    (run / "data" / "eval.parquet").unlink()
+    assert "grpo prep" in one_error_line(invoke("eval", "--run", run))
+    assert not (run / "eval").exists()
