@@ -191,7 +191,9 @@ fn scores_from(mapping: Option<&Bound<'_, PyAny>>) -> PyResult<Scores> {
 /// Compiled tags + scores of one format, with a one-batch cache of the seed-000 scores.
 #[pyclass(frozen, module = "py_rewards._core", name = "Scorer")]
 struct PyScorer {
-    inner: Scorer,
+    // Boxed: memchr's AVX2 searchers hold 32-byte-aligned vectors, and a Python object's memory is
+    // only 16-byte aligned (an inline `Scorer` made `vmovdqa` fault on a misaligned load).
+    inner: Box<Scorer>,
     cache: Mutex<Option<Cache000>>,
     hits: std::sync::atomic::AtomicU64,
     misses: std::sync::atomic::AtomicU64,
@@ -300,7 +302,7 @@ impl PyScorer {
     ) -> PyResult<Self> {
         let tags = Tags::new(reasoning_start, reasoning_end, solution_start, solution_end);
         Ok(Self {
-            inner: Scorer::new(tags, scores_from(scores)?)?,
+            inner: Box::new(Scorer::new(tags, scores_from(scores)?)?),
             cache: Mutex::new(None),
             hits: 0.into(),
             misses: 0.into(),
