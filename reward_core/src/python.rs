@@ -229,6 +229,7 @@ impl PyScorer {
         py: Python<'_>,
         completions: &Bound<'_, PyAny>,
         answer: Option<&Bound<'_, PyAny>>,
+        need_answers: bool,
     ) -> PyResult<Batch000> {
         use std::sync::atomic::Ordering::Relaxed;
         let contents = contents(completions)?;
@@ -236,7 +237,13 @@ impl PyScorer {
             Some(a) if !a.is_none() => Some(answers(a, contents.len())?),
             _ => None,
         };
-        if let Some(hit) = self.cached(&contents, answers.as_deref()) {
+        // The format columns do not depend on the answers: any batch of the same strings serves them.
+        let key = if need_answers {
+            answers.as_deref()
+        } else {
+            None
+        };
+        if let Some(hit) = self.cached(&contents, key) {
             self.hits.fetch_add(1, Relaxed);
             return Ok(hit);
         }
@@ -328,12 +335,12 @@ impl PyScorer {
                 SEED000_NAMES[j]
             )));
         }
-        let batch = match self.batch000(py, completions, answer) {
+        let batch = match self.batch000(py, completions, answer, j >= 2) {
             // The format rewards do not read the answers (the seed accepts anything there): score
             // without them rather than fail on a bad answer column.
             // (A completions error simply comes back from the second call.)
             Err(_) if j < 2 && answer.is_some_and(|a| !a.is_none()) => {
-                self.batch000(py, completions, None)?
+                self.batch000(py, completions, None, false)?
             }
             other => other?,
         };
@@ -348,7 +355,8 @@ impl PyScorer {
         completions: &Bound<'py, PyAny>,
         answer: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let batch = self.batch000(py, completions, answer)?;
+        let with_answers = answer.is_some_and(|a| !a.is_none());
+        let batch = self.batch000(py, completions, answer, with_answers)?;
         let out = PyDict::new(py);
         for (j, name) in SEED000_NAMES.iter().enumerate() {
             out.set_item(name, batch.column(j).map(<[f64]>::to_vec))?;
