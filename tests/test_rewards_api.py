@@ -415,7 +415,11 @@ def test_degenerate_inputs_are_fast(text: str) -> None:
 
 
 def test_import_needs_no_heavy_frameworks() -> None:
-    code = "import sys, py_rewards; bad = {'torch', 'transformers', 'sentence_transformers', 'trl'} & set(sys.modules); assert not bad, bad"
+    code = (
+        "import sys, py_rewards\n"
+        "bad = {'torch', 'transformers', 'sentence_transformers', 'trl'} & set(sys.modules)\n"
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
