@@ -219,6 +219,16 @@ def test_small_set_keeps_half_for_training(runner, tiny_run, tmp_path):
     assert stats["schema"] == "question-answer" and (len(train), len(held_out)) == (3, 3)
 
 
+def test_json_array_source(runner, tiny_run, tmp_path):
+    src = tmp_path / "rows.json"
+    src.write_text(json.dumps([{"problem": f"p{i}?", "solution": f"so \\boxed{{{i}}}"} for i in range(8)]))
+    result = prep(runner, tiny_run, "math", "--source", str(src), "--eval-size", "2", "--limit", "6")
+    assert result.exit_code == 0, result.output
+    train, held_out, stats = read_run(tiny_run)
+    assert stats["schema"] == "problem-solution" and stats["rows_read"] == 6
+    assert sorted(pd.concat([train, held_out])["answer"]) == [str(i) for i in range(6)][: len(train) + 2]
+
+
 def test_openmath_style_source_writes_sft_data(runner, tiny_run, tmp_path):
     rows = [{"problem": f"Compute {i}*3.", "expected_answer": str(3 * i),
              "generated_solution": f"<think>{i}*3 = {3 * i}</think> So {3 * i}."} for i in range(10)]

@@ -235,8 +235,8 @@ def _tokenizer(cfg: Any, spec: Any, run_path: Path | None) -> tuple[Any, str]:
 def doctor(
     run: Annotated[
         Path | None,
-        typer.Option("--run", help="Run directory whose config and tokenizer to check [default: runs/default "
-                     "when it exists].", rich_help_panel="Run", envvar="GRPO_RUN", show_default=False),
+        typer.Option("--run", help="Run directory whose config and tokenizer to check (default: runs/default "
+                     "when it exists).", rich_help_panel="Run", envvar="GRPO_RUN", show_default=False),
     ] = None,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,

@@ -37,8 +37,8 @@ DATA_PANEL = "Data"
 def prep(
     name: Annotated[
         str | None,
-        typer.Argument(help="dapo, gsm8k, math, openmath-mini or openr1 [default: the config's "
-                       "prep.dataset].", show_default=False),
+        typer.Argument(help="dapo, gsm8k, math, openmath-mini or openr1 (default: the config's "
+                       "prep.dataset).", show_default=False),
     ] = None,
     source: Annotated[
         Path | None,
@@ -51,19 +51,19 @@ def prep(
     ] = None,
     eval_size: Annotated[
         int | None,
-        typer.Option("--eval-size", help="Prompts held out for evaluation [config prep.eval_size: 50].",
+        typer.Option("--eval-size", help="Prompts held out for evaluation (config prep.eval_size, 50).",
                      rich_help_panel=DATA_PANEL),
     ] = None,
     quantile: Annotated[
         float | None,
         typer.Option("--quantile", help="Keep prompts up to this token-length quantile "
-                     "[prep.prompt_quantile: 0.9].", rich_help_panel=DATA_PANEL),
+                     "(config prep.prompt_quantile, 0.9).", rich_help_panel=DATA_PANEL),
     ] = None,
     keep_non_numeric: Annotated[
         bool | None,
         typer.Option("--keep-non-numeric/--numeric-only", help="Keep answers that are not numbers "
-                     "(MATH-style: fractions, expressions) [prep.keep_non_numeric: seed 000 keeps numeric "
-                     "ones only].",
+                     "(MATH-style: fractions, expressions) (config prep.keep_non_numeric; seed 000 keeps "
+                     "numeric ones only).",
                      rich_help_panel=DATA_PANEL, show_default=False),
     ] = None,
     run: RunOpt = DEFAULT_RUN,
@@ -272,7 +272,7 @@ def _summary(stats: dict[str, Any], rundir: Any, stats_path: Path) -> None:
     t.add_column(style="bold")
     t.add_column()
     t.add_row("source", f"{stats['source']} ({stats['schema']})")
-    t.add_row("rows read", str(stats["rows_read"]))
+    t.add_row("rows read", str(stats["rows_read"]) + (f" (limit {stats['limit']})" if stats["limit"] else ""))
     reasons = ", ".join(f"{k}: {v}" for k, v in stats["bad_reasons"].items())
     t.add_row("bad rows", f"{stats['bad_rows']}" + (f"  ({reasons})" if reasons else ""))
     if stats["filtered_ability"]:
