@@ -210,3 +210,18 @@ def test_doctor_fails_when_a_reward_cannot_run(runner, tiny_run, tmp_path):
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert "FAIL" in result.output
+
+
+def test_doctor_flags_a_run_made_with_another_format(runner, tiny_run, tmp_path, shared_data):
+    pytest.importorskip("py_rewards._core")
+    src = shared_data / "gsm8k" / "test.jsonl"
+    assert runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",
+                               "--run", str(tiny_run)]).exit_code == 0
+    result = runner.invoke(app, ["doctor", "--run", str(tiny_run)])
+    assert result.exit_code == 0, result.output
+    assert "run format contract" in result.output
+    config = tmp_path / "fmt.yaml"
+    config.write_text("format: seed001\n")  # other tags than the ones the data was prepped with
+    result = runner.invoke(app, ["doctor", "--run", str(tiny_run), "--config", str(config)])
+    assert result.exit_code == 1, result.output
+    assert "check(s) failed: run format contract" in result.output

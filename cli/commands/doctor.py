@@ -337,6 +337,8 @@ def doctor(
             checks.append(Check("tokenizer", False, f"{type(exc).__name__}: {msg}" if not isinstance(
                 exc, GrpoError) else msg))
         _score_table(rewards_module, cfg, spec, checks)
+        if run_path is not None:
+            _manifest_check(RunDir(run_path), spec, checks)
 
     table = Table(title="checks", title_justify="left")
     table.add_column("check", style="bold")
@@ -350,6 +352,27 @@ def doctor(
         console.print(f"[red]{len(failed)} check(s) failed:[/] {', '.join(failed)}")
         raise typer.Exit(1)
     console.print("[green]all checks passed[/]")
+
+
+def _manifest_check(run: Any, spec: Any, checks: list[Check]) -> None:
+    """Stages recorded with another format contract: their data/adapters expect other tags."""
+    try:
+        stages = run.manifest().get("stages", {})
+    except GrpoError as exc:
+        checks.append(Check("run manifest", False, str(exc)))
+        return
+    current = spec.contract_hash()
+    recorded = {name: st.get("format_contract_sha256") for name, st in stages.items() if isinstance(st, dict)}
+    recorded = {k: v for k, v in recorded.items() if v}
+    if not recorded:
+        return
+    stale = sorted(k for k, v in recorded.items() if v != current)
+    checks.append(Check(
+        "run format contract", not stale,
+        f"{', '.join(sorted(recorded))} made with {current[:12]}…" if not stale else
+        f"{', '.join(stale)} made with another format contract than the config's {spec.name} "
+        f"({current[:12]}…): re-run them or restore the run's format",
+    ))
 
 
 def _prompt_checks(cfg: Any, spec: Any, run_path: Path | None, checks: list[Check]) -> None:
