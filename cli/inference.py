@@ -9,6 +9,7 @@ Heavy frameworks (torch, transformers, peft, llama_cpp) are imported inside the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -486,10 +487,43 @@ def llama_cpp_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+def llama_repack_default() -> bool:
+    """Whether llama.cpp may repack weights into its extra CPU buffer types (AMX, REPACK).
+
+    Off unless ``GRPO_LLAMA_REPACK=1``: on the AMX-capable Xeons of our CI VMs (Firecracker), llama.cpp's
+    AMX kernels die with SIGILL on the first quantized matmul (q8_0, q4_k_m; f16 is fine) — seen here
+    2026-11-29 with llama-cpp-python 0.3.36 built natively. The plain CPU kernels handle every type.
+    """
+    return os.environ.get("GRPO_LLAMA_REPACK", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+@contextlib.contextmanager
+def llama_model_params(**fields: Any) -> Iterator[None]:
+    """Set ``llama_model_params`` fields that ``llama_cpp.Llama`` takes no argument for (use_extra_bufts)."""
+    import llama_cpp.llama as llama_mod
+
+    original = llama_mod.llama_cpp.llama_model_default_params
+
+    def patched() -> Any:
+        params = original()
+        for key, value in fields.items():
+            if hasattr(params, key):
+                setattr(params, key, value)
+        return params
+
+    llama_mod.llama_cpp.llama_model_default_params = patched
+    try:
+        yield
+    finally:
+        llama_mod.llama_cpp.llama_model_default_params = original
+
+
 class GGUFModel:
     """A GGUF file through llama-cpp-python: greedy decoding from token ids or text, and streaming."""
 
-    def __init__(self, path: str | Path, *, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, n_ctx: int = 4096, n_threads: int | None = None, repack: bool | None = None
+    ) -> None:
         try:
             import llama_cpp
         except ImportError:
@@ -497,15 +531,17 @@ class GGUFModel:
         self.path = Path(path)
         if not self.path.is_file():
             raise GrpoError(f"GGUF file not found: {self.path}")
+        repack = llama_repack_default() if repack is None else repack
         try:
-            self.llm = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=n_ctx,
-                n_threads=n_threads or max(1, os.cpu_count() or 1),
-                n_gpu_layers=-1,
-                verbose=False,
-                seed=3407,
-            )
+            with llama_model_params(use_extra_bufts=repack):
+                self.llm = llama_cpp.Llama(
+                    model_path=str(self.path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads or max(1, os.cpu_count() or 1),
+                    n_gpu_layers=-1,
+                    verbose=False,
+                    seed=3407,
+                )
         except Exception as exc:  # noqa: BLE001
             raise GrpoError(f"llama.cpp cannot load {self.path}: {_first_line(exc)}") from None
         self.eos = self.llm.token_eos()

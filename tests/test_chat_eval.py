@@ -6,6 +6,7 @@ in the format), shared through the session's temp folder.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -162,7 +163,8 @@ def test_eval_tiny_slice(run_dir, tmp_path):
         assert 0 < rows[stage]["mean_completion_tokens"] < 24
     md = (run / "eval" / "report.md").read_text()
     assert "| After GRPO | 100.0% | 25.0% |" in md and "Format Compliance (%)" in md
-    assert (run / "eval" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (run / "eval" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len((run / "eval" / "samples.jsonl").read_text().splitlines()) == 12
     assert "eval" in json.loads((run / "manifest.json").read_text())["stages"]
 

