@@ -197,7 +197,9 @@ def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
     """Instantiate dataclass ``cls`` from ``data``; unknown keys are a clear error."""
     if not isinstance(data, Mapping):
-        raise GrpoError(f"config section {where or 'top level'!r} must be a mapping, got {type(data).__name__}")
+        raise GrpoError(
+            f"config section {where or 'top level'!r} must be a mapping, got {type(data).__name__}"
+        )
     known = {f.name: f for f in fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:

@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 from cli import __version__
-from cli.commands import chat, doctor, eval as eval_cmd, export, grpo, prep, sft
+from cli.commands import chat, doctor, export, grpo, prep, sft
+from cli.commands import eval as eval_cmd
 
 app = typer.Typer(
     name="grpo",
@@ -33,7 +34,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
     """Two-stage reasoning recipe (SFT format warm-up, then GRPO) on Unsloth + TRL."""

@@ -196,7 +196,9 @@ class RunDir:
         try:
             return json.loads(self.manifest_path.read_text())
         except json.JSONDecodeError:
-            raise GrpoError(f"{self.manifest_path} is corrupt (not JSON): delete it or start a new run") from None
+            raise GrpoError(
+                f"{self.manifest_path} is corrupt (not JSON): delete it or start a new run"
+            ) from None
 
     def record_stage(self, stage: str, info: Mapping[str, Any]) -> None:
         """Merge ``info`` into ``manifest.json['stages'][stage]`` (atomically)."""
@@ -246,7 +248,7 @@ def resolve_config(
     overrides: Mapping[str, Any] | None = None,
     dry_run: bool = False,
 ) -> Any:
-    """Resolve the config of ``run`` (saved < preset < --config < flags); ``--dry-run`` prints it and exits."""
+    """Resolve the config of ``run`` (saved < preset < --config < flags); ``--dry-run`` prints, exits."""
     from cli.config import resolve, to_yaml
 
     saved = run.saved_config() if run.path.is_dir() else None
