@@ -132,7 +132,7 @@ def _read_jsonl(path: Path, limit: int | None) -> Loaded:
     bad: Counter = Counter()
     first_error = None
     n = 0
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:  # -sig: a leading byte-order mark is not a bad row
         for line in fh:
             if not line.strip():
                 continue
@@ -151,7 +151,7 @@ def _read_jsonl(path: Path, limit: int | None) -> Loaded:
 
 def _read_json(path: Path, limit: int | None) -> Loaded:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise GrpoError(f"cannot read {path}: invalid JSON (line {exc.lineno}: {exc.msg})") from None
     if isinstance(data, Mapping):
@@ -198,7 +198,7 @@ def _read_csv(path: Path, limit: int | None) -> Loaded:
     import pandas as pd
 
     try:
-        df = pd.read_csv(path, nrows=limit, dtype=str, keep_default_na=False)
+        df = pd.read_csv(path, nrows=limit, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GrpoError(f"cannot read {path}: not a valid CSV file ({msg})") from None

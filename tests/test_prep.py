@@ -210,6 +210,14 @@ def test_eval_split_is_deterministic(runner, tmp_path, tiny_model_dir, shared_da
     assert held[0] == held[1] and len(held[0]) == 15
 
 
+def test_byte_order_mark_is_not_a_bad_row(runner, tiny_run, tmp_path):
+    src = tmp_path / "bom.jsonl"
+    rows = "".join(json.dumps({"question": f"{i}+1?", "answer": f"#### {i + 1}"}) + "\n" for i in range(4))
+    src.write_bytes(b"\xef\xbb\xbf" + rows.encode())
+    assert prep(runner, tiny_run, "gsm8k", "--source", str(src), "--quantile", "1").exit_code == 0
+    assert read_run(tiny_run)[2]["bad_rows"] == 0
+
+
 def test_small_set_keeps_half_for_training(runner, tiny_run, tmp_path):
     src = tmp_path / "small.csv"
     pd.DataFrame({"question": [f"q{i}?" for i in range(6)], "answer": [str(i) for i in range(6)]}).to_csv(src)
