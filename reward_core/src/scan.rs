@@ -79,16 +79,21 @@ impl TagScanner {
         let mut counts = [0u8; 3];
         let mut free = [0usize; 3]; // end of the last counted occurrence, per tag
         let [b0, b1, b2] = self.first_bytes;
-        for p in memchr::memchr3_iter(b0, b1, b2, b) {
+        let candidates: Box<dyn Iterator<Item = usize>> = if b0 == b1 && b1 == b2 {
+            Box::new(memchr::memchr_iter(b0, b))
+        } else {
+            Box::new(memchr::memchr3_iter(b0, b1, b2, b))
+        };
+        for p in candidates {
             let rest = &b[p..];
-            if rest.starts_with(re) {
+            if starts_with(rest, re) {
                 if p >= free[0] {
                     counts[0] = counts[0].saturating_add(1).min(2);
                     free[0] = p + re.len();
                 }
                 r.get_or_insert(p);
             }
-            if rest.starts_with(ss) {
+            if starts_with(rest, ss) {
                 if p >= free[1] {
                     counts[1] = counts[1].saturating_add(1).min(2);
                     free[1] = p + ss.len();
@@ -101,7 +106,7 @@ impl TagScanner {
                     e_from = (p + ss.len() + 1).max(ws.saturating_sub(se.len()));
                 }
             }
-            if rest.starts_with(se) {
+            if starts_with(rest, se) {
                 if p >= free[2] {
                     counts[2] = counts[2].saturating_add(1).min(2);
                     free[2] = p + se.len();
@@ -153,28 +158,74 @@ impl TagScanner {
     }
 }
 
+/// If a character of `[\d\.\,]` (Unicode `\d`) starts at byte `i`, its length in bytes.
+#[inline]
+fn class_len(rest: &str, i: usize) -> Option<usize> {
+    let b = *rest.as_bytes().get(i)?;
+    if b < 0x80 {
+        return (b.is_ascii_digit() || b == b'.' || b == b',').then_some(1);
+    }
+    let c = rest[i..].chars().next()?;
+    is_decimal(c).then(|| c.len_utf8())
+}
+
+/// Index of the first byte at or after `from` that can start a capture: an ASCII digit, `.`, `,`,
+/// `-` (all in `0x2C..=0x39`, with `/` as a harmless false positive) or any non-ASCII byte (a
+/// Unicode digit's first byte). Eight bytes at a time (SWAR), since loops without a number after
+/// the solution tag make this scan the whole completion.
+#[inline]
+fn next_candidate(b: &[u8], from: usize) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&b[i..i + 8]);
+        let w = u64::from_le_bytes(chunk);
+        let v = w & !HI; // low 7 bits of each byte: adding below cannot carry across bytes
+        let ge_lo = v.wrapping_add(LO * (0x80 - 0x2C)); // high bit set iff byte >= 0x2C
+        let ge_hi = v.wrapping_add(LO * (0x80 - 0x3A)); // high bit set iff byte >= 0x3A
+        let hits = (w | (ge_lo & !ge_hi)) & HI;
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(|&c| (0x2C..=0x39).contains(&c) || c >= 0x80)
+        .map(|k| i + k)
+}
+
+/// `hay.starts_with(tag)`, checking the last byte first: most candidates are rejected there
+/// without a `memcmp` call.
+#[inline]
+fn starts_with(hay: &[u8], tag: &[u8]) -> bool {
+    hay.len() >= tag.len() && hay[tag.len() - 1] == tag[tag.len() - 1] && hay[..tag.len()] == *tag
+}
+
 /// `[\s]*([-]?[\d\.\,]{1,})` searched lazily from the start of `rest` (see the module docs).
+/// A table skips the bytes that cannot start the capture; non-ASCII characters are decoded.
 pub fn numeric_capture(rest: &str) -> Option<&str> {
-    #[inline]
-    fn in_class(c: char) -> bool {
-        c == '.' || c == ',' || is_decimal(c)
-    }
-    let mut it = rest.char_indices().peekable();
-    while let Some((p, c)) = it.next() {
-        let start = if in_class(c) {
-            p
-        } else if c == '-' && it.peek().is_some_and(|&(_, n)| in_class(n)) {
-            it.next();
-            p
+    let b = rest.as_bytes();
+    let mut i = 0;
+    let start = loop {
+        i = next_candidate(b, i)?;
+        let c = b[i];
+        if class_len(rest, i).is_some() || (c == b'-' && class_len(rest, i + 1).is_some()) {
+            break i;
+        }
+        i += if c < 0x80 {
+            1
         } else {
-            continue;
+            rest[i..].chars().next().map_or(1, char::len_utf8)
         };
-        let end = it
-            .find(|&(_, c)| !in_class(c))
-            .map_or(rest.len(), |(q, _)| q);
-        return Some(&rest[start..end]);
+    };
+    let mut end = if b[start] == b'-' { start + 1 } else { start };
+    while let Some(n) = class_len(rest, end) {
+        end += n;
     }
-    None
+    Some(&rest[start..end])
 }
 
 /// `re.fullmatch(r"-?\d+", s)`.
