@@ -218,6 +218,25 @@ def test_byte_order_mark_is_not_a_bad_row(runner, tiny_run, tmp_path):
     assert read_run(tiny_run)[2]["bad_rows"] == 0
 
 
+def test_run_remembers_source_for_its_dataset_only(runner, tiny_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("mine.jsonl").write_text(
+        "".join(json.dumps({"question": f"{i}*2?", "answer": f"#### {2 * i}"}) + "\n" for i in range(30))
+    )
+    assert prep(runner, tiny_run, "gsm8k", "--source", "mine.jsonl", "--limit", "20").exit_code == 0
+    stats = read_run(tiny_run)[2]
+    assert stats["source"] == str(tmp_path / "mine.jsonl") and stats["rows_read"] == 20  # stored absolute
+    # Same dataset again, no flags: the run's remembered source and limit.
+    assert prep(runner, tiny_run, "gsm8k").exit_code == 0
+    assert read_run(tiny_run)[2]["source"] == stats["source"]
+    assert read_run(tiny_run)[2]["rows_read"] == 20
+    # Another dataset starts over: no --source, so the hub (offline here: the bundled MATH500 sample).
+    result = prep(runner, tiny_run, "math", "--keep-non-numeric")
+    assert result.exit_code == 0, result.output
+    stats = read_run(tiny_run)[2]
+    assert stats["source"] == "bundled:math500.jsonl" and stats["limit"] is None
+
+
 def test_small_set_keeps_half_for_training(runner, tiny_run, tmp_path):
     src = tmp_path / "small.csv"
     pd.DataFrame({"question": [f"q{i}?" for i in range(6)], "answer": [str(i) for i in range(6)]}).to_csv(src)

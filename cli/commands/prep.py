@@ -89,7 +89,8 @@ def prep(
     overrides = {
         "model": model,
         "prep.dataset": name,
-        "prep.source": str(source) if source is not None else None,
+        # Absolute: the run remembers it, and later commands may run from another folder.
+        "prep.source": str(source.expanduser().absolute()) if source is not None else None,
         "prep.limit": limit,
         "prep.eval_size": eval_size,
         "prep.prompt_quantile": quantile,
