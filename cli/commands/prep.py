@@ -38,7 +38,7 @@ def prep(
     name: Annotated[
         str | None,
         typer.Argument(help="dapo, gsm8k, math, openmath-mini or openr1 (default: the config's "
-                       "prep.dataset).", show_default=False),
+                       "prep.dataset).", show_default=False, metavar="NAME"),
     ] = None,
     source: Annotated[
         Path | None,
