@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,65 +62,43 @@ def _import_dotted(path: str) -> Callable[..., Any]:
     return func
 
 
-def _registry() -> Any:
-    try:
-        import py_rewards
-    except ImportError as exc:
-        raise GrpoError(
-            f"the reward registry py_rewards is not importable ({exc}): build it with `pip install -e .`"
-        ) from None
-    getter = getattr(py_rewards, "get_reward", None)
-    if getter is None:
-        raise GrpoError("py_rewards has no get_reward(): rebuild the package (`pip install -e .`)")
-    return getter
-
-
-def get_reward_function(name: str, spec: Any = None) -> Callable[..., Any]:
-    """A reward by registry name (``py_rewards.get_reward``) or by dotted path; one clear error if unknown."""
-    name = name.strip()
-    if not name:
-        raise GrpoError("empty reward name in grpo.rewards")
-    dotted = "." in name or ":" in name
-    try:
-        getter = _registry()
-    except GrpoError:
-        if dotted:  # custom rewards do not need the registry
-            return _import_dotted(name)
-        raise
-    kwargs: dict[str, Any] = {}
-    try:
-        if spec is not None and "spec" in inspect.signature(getter).parameters:
-            kwargs["spec"] = spec
-    except (TypeError, ValueError):
-        pass
-    try:
-        func = getter(name, **kwargs)
-    except GrpoError:
-        raise
-    except (KeyError, ValueError, LookupError, ImportError, AttributeError) as exc:
-        msg = str(exc).strip("'\" ") or type(exc).__name__
-        raise GrpoError(f"unknown reward {name!r}: {msg}") from None
-    if not callable(func):
-        raise GrpoError(f"reward {name!r} is not callable")
-    return func
-
-
 def resolve_rewards(specs: Sequence[Any], spec: Any = None) -> list[Reward]:
-    """``grpo.rewards`` entries ({name, weight}) → callables, checked before any model is loaded."""
+    """``grpo.rewards`` entries ({name, weight}) → callables bound to the run's format, checked before any
+    model is loaded. Registry names come from ``py_rewards.make_reward_funcs`` (one scorer shared by the
+    batch); dotted paths are custom rewards."""
     if not specs:
         raise GrpoError(
             "grpo.rewards is empty: name at least one reward (e.g. --rewards match_format_exactly)"
         )
-    out = []
-    seen: set[str] = set()
-    for item in specs:
-        func = get_reward_function(item.name, spec)
-        short = item.name.replace(":", ".").rpartition(".")[2]
-        if short in seen:
-            raise GrpoError(f"reward {short!r} is listed twice in grpo.rewards")
-        seen.add(short)
-        out.append(Reward(short, func, float(item.weight)))
-    return out
+    names = [str(item.name).strip() for item in specs]
+    weights = [float(item.weight) for item in specs]
+    shorts = [n.replace(":", ".").rpartition(".")[2] for n in names]
+    for n in names:
+        if not n:
+            raise GrpoError("empty reward name in grpo.rewards")
+    dup = next((s for i, s in enumerate(shorts) if s in shorts[:i]), None)
+    if dup:
+        raise GrpoError(f"reward {dup!r} is listed twice in grpo.rewards")
+    try:
+        from py_rewards import make_reward_funcs
+    except ImportError as exc:
+        if all("." in n or ":" in n for n in names):  # custom rewards do not need the registry
+            return [Reward(s, _import_dotted(n), w) for s, n, w in zip(shorts, names, weights, strict=True)]
+        raise GrpoError(
+            f"the reward registry py_rewards is not importable ({exc}): build it with `pip install -e .`"
+        ) from None
+    try:
+        funcs, _ = make_reward_funcs(spec, names, weights)
+    except GrpoError:
+        raise
+    except (KeyError, ValueError, LookupError, ImportError, AttributeError, TypeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # KeyError quotes its text
+        text = str(msg).strip().splitlines()
+        raise GrpoError(text[0] if text else f"bad grpo.rewards: {type(exc).__name__}") from None
+    for name, func in zip(names, funcs, strict=True):
+        if not callable(func):
+            raise GrpoError(f"reward {name!r} is not callable")
+    return [Reward(s, f, w) for s, f, w in zip(shorts, funcs, weights, strict=True)]
 
 
 def wrap_rewards(rewards: Sequence[Reward], tracker: RewardTracker) -> list[Callable[..., list[float]]]:

@@ -136,9 +136,9 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     )
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)
     quiet_trainer(trainer)
-    live = make_callback(run, "sft", max_steps=steps if steps > 0 else 0)
-    trainer.add_callback(live)
     interrupt = Interrupt()
+    live = make_callback(run, "sft", max_steps=steps if steps > 0 else 0, interrupt=interrupt)
+    trainer.add_callback(live)
     t0 = time.perf_counter()
     _train(
         trainer,
@@ -258,11 +258,16 @@ def run_grpo(
         model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
     )
     quiet_trainer(trainer)
+    interrupt = Interrupt()
     live = make_callback(
-        run, "grpo", max_steps=g.max_steps, tracker=tracker, reward_names=[r.name for r in rewards]
+        run,
+        "grpo",
+        max_steps=g.max_steps,
+        tracker=tracker,
+        interrupt=interrupt,
+        reward_names=[r.name for r in rewards],
     )
     trainer.add_callback(live)
-    interrupt = Interrupt()
     start_step = 0
     if resume is not None:
         start_step = int(resume.name.rpartition("-")[2] or 0)

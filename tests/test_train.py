@@ -1,0 +1,373 @@
+"""`grpo sft` and `grpo grpo` on the CPU for real, under both backends (unsloth and hf).
+
+The chain runs on ``--model tiny`` with data from the real ``grpo prep gsm8k`` (64 rows of the local
+GSM8K copy). Training commands run in subprocesses: Unsloth patches transformers/TRL when imported,
+so each backend gets a clean interpreter (as a user's shell would). Bad-input checks run in-process
+and must fail in well under a second, before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from cli.main import app
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+SEED_REWARDS = [
+    "match_format_exactly",
+    "match_format_approximately",
+    "check_answer_accuracy",
+    "check_numeric_extraction",
+]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # tests/ on the path: _train_seed_rewards is the custom (dotted-path) reward module.
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS), env.get("PYTHONPATH", "")])
+    env["HF_HUB_OFFLINE"] = "1"
+    env.pop("GRPO_RUN", None)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def grpo_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``grpo ARGS`` in a fresh interpreter (stdout+stderr in ``.stdout``)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    proc.stdout = proc.stdout + proc.stderr
+    return proc
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    return proc.stdout
+
+
+def metrics(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()]
+
+
+def manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text())
+
+
+def assert_adapter(folder: Path) -> None:
+    for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json"):
+        assert (folder / name).is_file(), f"{folder / name} missing"
+
+
+@pytest.fixture(scope="module")
+def prepped(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, shared_data: Path) -> Path:
+    """A run directory after the real `grpo prep gsm8k --limit 64 --model tiny` (shared by the module)."""
+    from typer.testing import CliRunner
+
+    run = tmp_path_factory.mktemp("prepped") / "run"
+    (run / "base").mkdir(parents=True)
+    (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
+    src = shared_data / "gsm8k" / "train.jsonl"
+    result = CliRunner().invoke(
+        app, ["prep", "gsm8k", "--source", str(src), "--limit", "64", "--model", "tiny", "--run", str(run)]
+    )
+    assert result.exit_code == 0, result.output
+    assert (run / "data" / "train.parquet").is_file()
+    return run
+
+
+def fresh_copy(prepped: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(prepped, run, symlinks=True)
+    return run
+
+
+# ---- the chain, for real ------------------------------------------------------------------------
+@pytest.mark.slow
+def test_chain_unsloth_sft_grpo_resume(prepped: Path, tmp_path: Path) -> None:
+    if importlib.util.find_spec("unsloth") is None:  # not imported here: it patches transformers
+        pytest.skip("unsloth is not installed")
+    run = fresh_copy(prepped, tmp_path)
+    out = ok(grpo_cli("sft", "--run", str(run), "--backend", "unsloth", "--max-steps", "2"))
+    assert "sft done: 2 steps" in out
+    assert_adapter(run / "sft" / "adapter")
+    # The run remembers the model of its first stage: no --model from here on.
+    assert yaml.safe_load((run / "config.yaml").read_text())["model"] == "tiny"
+
+    out = ok(
+        grpo_cli(
+            "grpo",
+            "--run",
+            str(run),
+            "--backend",
+            "unsloth",
+            "--gens",
+            "2",
+            "--max-steps",
+            "2",
+            "--max-completion-length",
+            "32",
+            "--save-steps",
+            "1",
+        )
+    )
+    assert "start: SFT adapter" in out and "grpo done: 2 steps" in out
+    assert_adapter(run / "grpo" / "adapter")
+    for n in (1, 2):
+        assert (run / "grpo" / "checkpoints" / f"checkpoint-{n}" / "adapter_model.safetensors").is_file()
+
+    rows = [r for r in metrics(run) if r["stage"] == "grpo"]
+    assert [r["step"] for r in rows] == [1, 2]
+    for row in rows:
+        # default rewards: the four seed-000 rewards from py_rewards by name
+        for name in SEED_REWARDS:
+            assert f"rewards/{name}/mean" in row
+        for key in (
+            "reward",
+            "reward_std",
+            "frac_reward_zero_std",
+            "format_hit_rate",
+            "completions/mean_length",
+            "step_seconds",
+            "eta_seconds",
+            "reward_seconds",
+            "reward_share",
+        ):
+            assert key in row, key
+        assert 0.0 <= row["format_hit_rate"] <= 1.0
+        assert row["completions/mean_length"] <= 32
+    summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
+    assert summary["backend"] == "unsloth" and summary["from"] == "sft_adapter"
+    assert summary["seconds_per_step"] > 0 and summary["reward_seconds"] >= 0
+
+    stages = manifest(run)["stages"]
+    assert {"sft", "grpo"} <= set(stages)
+    assert stages["sft"]["backend"] == "unsloth" and stages["grpo"]["steps"] == 2
+
+    # --resume continues from the latest checkpoint (step 2) up to the new --max-steps.
+    out = ok(grpo_cli("grpo", "--run", str(run), "--resume", "--max-steps", "3"))
+    assert "start: checkpoint checkpoint-2" in out
+    assert (run / "grpo" / "checkpoints" / "checkpoint-3").is_dir()
+    assert manifest(run)["stages"]["grpo"]["global_step"] == 3
+    assert [r["step"] for r in metrics(run) if r["stage"] == "grpo"][-1] == 3
+
+
+@pytest.mark.slow
+def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
+    ok(grpo_cli("sft", "--run", str(run), "--backend", "hf", "--max-steps", "2"))
+    assert_adapter(run / "sft" / "adapter")
+    out = ok(
+        grpo_cli(
+            "grpo",
+            "--run",
+            str(run),
+            "--backend",
+            "hf",
+            "--gens",
+            "4",
+            "--max-steps",
+            "2",
+            "--max-completion-length",
+            "24",
+            "--rewards",
+            "match_format_exactly=2,_train_seed_rewards.check_answer_accuracy=0.5",
+        )
+    )
+    assert "match_format_exactly×2" in out
+    assert_adapter(run / "grpo" / "adapter")
+    rows = [r for r in metrics(run) if r["stage"] == "grpo"]
+    assert len(rows) == 2
+    assert "rewards/match_format_exactly/mean" in rows[0] and "rewards/check_answer_accuracy/mean" in rows[0]
+    summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
+    assert summary["backend"] == "hf"
+    assert summary["rewards"] == {"match_format_exactly": 2.0, "check_answer_accuracy": 0.5}
+    assert manifest(run)["stages"]["grpo"]["backend"] == "hf"
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "grpo",
+            "--run",
+            str(run),
+            "--backend",
+            "hf",
+            "--gens",
+            "2",
+            "--max-steps",
+            "200",
+            "--max-completion-length",
+            "16",
+            "--save-steps",
+            "0",
+        ],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    deadline = time.time() + 240
+    assert proc.stdout is not None
+    for line in proc.stdout:  # wait for the first logged step, then press Ctrl-C
+        lines.append(line)
+        if line.startswith("grpo 1/200"):
+            proc.send_signal(signal.SIGINT)
+            break
+        assert time.time() < deadline, "".join(lines)
+    rest = proc.communicate(timeout=120)[0]
+    text = "".join(lines) + rest
+    assert proc.returncode == 130, text[-3000:]
+    assert "Traceback" not in text
+    msg = [ln for ln in text.splitlines() if ln.startswith("interrupted at step")]
+    assert len(msg) == 1 and "grpo grpo --resume" in msg[0]
+    ckpts = list((run / "grpo" / "checkpoints").glob("checkpoint-*"))
+    assert ckpts and (ckpts[0] / "adapter_model.safetensors").is_file()
+    assert not (run / "grpo" / "adapter").exists()  # an interrupted run is not a finished stage
+    assert "grpo" not in manifest(run)["stages"]
+
+
+# ---- bad input: one line, exit != 0, before anything heavy ------------------------------------
+def _fails(runner, args: list[str]) -> str:
+    start = time.perf_counter()
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    assert time.perf_counter() - start < 15
+    return lines[0]
+
+
+def test_dora_with_vllm_is_refused(runner, tmp_path: Path) -> None:
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--dora", "--vllm", "on"])
+    assert "DoRA" in line and "vLLM" in line and "--allow-dora-merge" in line
+
+
+def test_batch_not_multiple_of_gens(runner, tmp_path: Path) -> None:
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--gens", "4", "--batch-size", "6"])
+    assert "not a multiple of --gens 4" in line
+
+
+def test_unknown_reward_name(runner, tmp_path: Path) -> None:
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--rewards", "match_format_exactly,nope=2"])
+    assert "unknown reward 'nope'" in line
+
+
+def test_resume_without_checkpoint(runner, tmp_path: Path) -> None:
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--resume"])
+    assert "no checkpoint" in line and "--save-steps" in line
+
+
+def test_stages_need_prepped_data(runner, tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    assert "grpo prep" in _fails(runner, ["sft", "--run", str(tmp_path / "r")])
+    assert "grpo prep" in _fails(runner, ["grpo", "--run", str(tmp_path / "r")])
+
+
+def test_dry_run_prints_the_resolved_config(runner, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "grpo",
+            "--run",
+            str(tmp_path / "r"),
+            "--gens",
+            "8",
+            "--rewards",
+            "match_format_exactly=3",
+            "--dry-run",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    cfg = yaml.safe_load(result.output)
+    assert cfg["grpo"]["gens"] == 8
+    assert cfg["grpo"]["rewards"] == [{"name": "match_format_exactly", "weight": 3.0}]
+
+
+# ---- pieces -------------------------------------------------------------------------------------
+def test_torch_logprob_stand_in_matches_log_softmax() -> None:
+    """The CPU stand-in for TRL's Triton kernel: same log-probs/entropy, and gradients flow."""
+    import torch
+
+    from cli.training.backends import _TorchChunkedLogProb
+
+    torch.manual_seed(0)
+    hidden = torch.randn(7, 16, requires_grad=True)
+    weight = torch.randn(50, 16, requires_grad=True)
+    targets = torch.randint(0, 50, (7,))
+    lp, ent, lssp, mean, top1 = _TorchChunkedLogProb.apply(
+        hidden, weight, None, targets, 0.7, 4096, None, 1.0, ("log_probs", "entropy", "is_top1")
+    )
+    logits = (hidden @ weight.t()) / 0.7
+    ref = torch.log_softmax(logits, -1)
+    assert torch.allclose(lp, ref.gather(-1, targets[:, None]).squeeze(-1), atol=1e-5)
+    assert torch.allclose(ent, -(ref.exp() * ref).sum(-1), atol=1e-5)
+    assert lssp is None and mean is None
+    assert torch.equal(top1, logits.argmax(-1) == targets)
+    lp.sum().backward()
+    assert hidden.grad is not None and weight.grad is not None
+
+
+def test_latest_checkpoint_picks_the_highest_step(tmp_path: Path) -> None:
+    from cli.training.stages import latest_checkpoint
+
+    assert latest_checkpoint(tmp_path / "none") is None
+    for n in (2, 10, 9):
+        (tmp_path / f"checkpoint-{n}").mkdir()
+        (tmp_path / f"checkpoint-{n}" / "adapter_model.safetensors").write_bytes(b"x")
+    (tmp_path / "checkpoint-11").mkdir()  # no adapter inside: half-written, skipped
+    assert latest_checkpoint(tmp_path).name == "checkpoint-10"
+
+
+def test_live_view_row_and_hints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.rundir import RunDir
+    from cli.training.live import HINT_LOSS_ZERO, HINT_ZERO_STD, make_callback
+    from cli.training.rewards import RewardTracker
+
+    run = RunDir(tmp_path / "run")
+    tracker = RewardTracker(seconds=0.01, format_hits=1, format_total=4)
+    live = make_callback(run, "grpo", max_steps=10, tracker=tracker, reward_names=["match_format_exactly"])
+    state = SimpleNamespace(global_step=1, max_steps=10, is_world_process_zero=True)
+    live.on_train_begin(None, state, None)
+    live.on_step_end(None, state, SimpleNamespace(should_save=False, should_training_stop=False))
+    logs = {
+        "loss": 0.0,
+        "reward": -3.0,
+        "reward_std": 0.0,
+        "frac_reward_zero_std": 1.0,
+        "rewards/match_format_exactly/mean": 0.75,
+        "completions/mean_length": 31.0,
+    }
+    live.on_log(None, state, None, logs=logs)
+    row = json.loads(run.metrics_path.read_text().splitlines()[0])
+    assert row["stage"] == "grpo" and row["step"] == 1 and row["format_hit_rate"] == 0.25
+    assert row["rewards/match_format_exactly/mean"] == 0.75 and row["reward_seconds"] == 0.01
+    assert row["eta_seconds"] is not None and row["eta_seconds"] >= 0
+    out = capsys.readouterr().out
+    assert "grpo 1/10" in out and "format 25%" in out
+    assert HINT_ZERO_STD in out and HINT_LOSS_ZERO in out
