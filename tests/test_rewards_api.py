@@ -429,3 +429,14 @@ def test_public_api() -> None:
     assert strict_format_reward_func.__name__ == "strict_format_reward_func"
     assert int_parsable_reward_func(completions=["<<\\boxed{3}>>"]) == [0.5]
     assert check_numeric_extraction(completions=["<SOLUTION>3"], answer=["3"]) == [3.5]
+
+
+@pytest.mark.parametrize(
+    "module", ["py_rewards", "py_rewards.rewards", "py_rewards.reference", "py_rewards._inputs"]
+)
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

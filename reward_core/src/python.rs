@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use pyo3::{create_exception, intern};
 
 use crate::{parallel, unicode, Batch000, Error, Scorer, Scores, Tags, SEED000_NAMES};
@@ -74,14 +74,28 @@ fn contents<'py>(completions: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyS
             out.push(s.clone());
             continue;
         }
-        let bad = || {
-            PyTypeError::new_err(format!(
-                "completions[{i}] must be a str or a list of chat messages with a str 'content', got {}",
-                type_name(&item)
-            ))
+        // Fast path for TRL's shape, a list of message dicts (typed list/dict access, no generic
+        // __getitem__); anything else indexable goes through item[0]["content"].
+        let content = match item.cast::<PyList>() {
+            Ok(list) => match list
+                .get_item(0)
+                .ok()
+                .and_then(|m| m.cast_into::<PyDict>().ok())
+            {
+                Some(message) => message.get_item(key)?,
+                None => None,
+            },
+            Err(_) => None,
         };
-        let first = item.get_item(0).map_err(|_| bad())?;
-        let content = first.get_item(key).map_err(|_| bad())?;
+        let content = match content {
+            Some(c) => c,
+            None => item.get_item(0).and_then(|m| m.get_item(key)).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "completions[{i}] must be a str or a list of chat messages with a str 'content', got {}",
+                    type_name(&item)
+                ))
+            })?,
+        };
         match content.cast_into::<PyString>() {
             Ok(s) => out.push(s),
             Err(e) => {

@@ -68,13 +68,8 @@ impl TagScanner {
         let re = self.reasoning_end.needle();
         let ss = self.solution_start.needle();
         let se = self.solution_end.needle();
-        // Start of the trailing whitespace: `SE` at `e` is a valid end iff `e + len(SE) >= ws`.
-        let ws = py_rstrip(text).len();
-
         let mut r: Option<usize> = None; // first RE
         let mut s: Option<usize> = None; // first SS at or after r + len(RE)
-        let mut e: Option<usize> = None; // first valid SE at or after `e_from`
-        let mut e_from = usize::MAX;
         let mut ss_first: Option<usize> = None;
         let mut counts = [0u8; 3];
         let mut free = [0usize; 3]; // end of the last counted occurrence, per tag
@@ -101,25 +96,24 @@ impl TagScanner {
                 ss_first.get_or_insert(p);
                 if s.is_none() && r.is_some_and(|r| p >= r + re.len()) {
                     s = Some(p);
-                    // `(.+?)` takes at least one character; bytes inside a character cannot start
-                    // `SE`, so one byte is enough here.
-                    e_from = (p + ss.len() + 1).max(ws.saturating_sub(se.len()));
                 }
             }
-            if starts_with(rest, se) {
-                if p >= free[2] {
-                    counts[2] = counts[2].saturating_add(1).min(2);
-                    free[2] = p + se.len();
-                }
-                if e.is_none() && p >= e_from {
-                    e = Some(p);
-                }
+            if starts_with(rest, se) && p >= free[2] {
+                counts[2] = counts[2].saturating_add(1).min(2);
+                free[2] = p + se.len();
             }
         }
-        let format = match (s, e) {
-            (Some(s), Some(e)) => Some(&text[s + ss.len()..e]),
-            _ => None,
-        };
+        // After the pass, while the tail is still in cache: `SE` at `e` ends the match iff everything
+        // after it is whitespace, i.e. `e + len(SE) >= ws` (start of the trailing whitespace), and
+        // `(.+?)` took at least one character (bytes inside a character cannot start `SE`, so one
+        // byte is enough). The smallest such `e` wins.
+        let format = s.and_then(|s| {
+            let cap = s + ss.len();
+            let ws = py_rstrip(text).len();
+            let from = (cap + 1).max(ws.saturating_sub(se.len()));
+            let e = from + self.solution_end.find(b.get(from..)?)?;
+            Some(&text[cap..e])
+        });
         let numeric = ss_first.and_then(|p| numeric_capture(&text[p + ss.len()..]));
         Scan000 {
             format,
