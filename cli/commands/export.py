@@ -73,11 +73,28 @@ def _check_4bit() -> None:
         )
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _writable_out(out: Path) -> Path:
-    """Create ``out`` and a staging folder inside it; any failure is one line before any work."""
+    """Create ``out`` and a staging folder inside it; any failure is one line before any work.
+
+    Staging folders left by a killed export (``.export.<pid>.*.tmp`` whose process is gone) are removed.
+    """
     try:
         out.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".export.", suffix=".tmp", dir=out))
+        for stale in out.glob(".export.*.tmp"):
+            pid = stale.name.split(".")[2]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".export.{os.getpid()}.", suffix=".tmp", dir=out))
     except (PermissionError, FileExistsError, NotADirectoryError, OSError) as exc:
         reason = exc.strerror or type(exc).__name__
         raise GrpoError(
@@ -200,25 +217,19 @@ def _verify_hf(
 
 
 def _verify_gguf(ver: Verifier, path: Path) -> dict[str, Any]:
+    """Reload the GGUF in llama.cpp (a child process) and decode the HF prompt ids greedily."""
+    from cli import gguf as gg
     from cli import inference as inf
 
-    llm = inf.GGUFModel(
-        path, n_ctx=max(512, max((len(p) for p in ver.prompt_ids), default=0) + ver.max_new_tokens + 8)
-    )
+    out = gg.generate(path, ver.prompts, ver.prompt_ids, ver.max_new_tokens)
     result: dict[str, Any] = {"reloaded": True}
-    try:
-        if ver.rows:
-            same_prompt = [
-                llm.tokenize(p) == ids for p, ids in zip(ver.prompts, ver.prompt_ids, strict=False)
-            ]
-            result["prompt_tokenization_match"] = sum(same_prompt) / len(same_prompt)
-            gens = []
-            for prompt, ids in zip(ver.prompts, ver.prompt_ids, strict=False):
-                out = llm.generate_ids(ids, ver.max_new_tokens)  # the HF prompt ids: only the weights differ
-                gens.append(inf.Generation(prompt, llm.detokenize(out), out))
-            result.update(ver.compare(gens))
-    finally:
-        llm.close()
+    if ver.rows:
+        same = out["tokenization_match"]
+        result["prompt_tokenization_match"] = sum(same) / len(same)
+        gens = [
+            inf.Generation(p, t, ids) for p, t, ids in zip(ver.prompts, out["texts"], out["ids"], strict=True)
+        ]
+        result.update(ver.compare(gens))
     return result
 
 
