@@ -356,11 +356,17 @@ def doctor(
 
 def _manifest_check(run: Any, spec: Any, checks: list[Check]) -> None:
     """Stages recorded with another format contract: their data/adapters expect other tags."""
+    from rich.markup import escape
+
     try:
         stages = run.manifest().get("stages", {})
     except GrpoError as exc:
         checks.append(Check("run manifest", False, str(exc)))
         return
+    if stages:
+        done = ", ".join(f"{name} ({st.get('finished', '?')})" for name, st in stages.items()
+                         if isinstance(st, dict))
+        console.print(f"[bold]run[/] {run.path}: {escape(done)}")
     current = spec.contract_hash()
     recorded = {name: st.get("format_contract_sha256") for name, st in stages.items() if isinstance(st, dict)}
     recorded = {k: v for k, v in recorded.items() if v}
