@@ -247,19 +247,23 @@ impl PyScorer {
     ) -> PyResult<Batch000> {
         use std::sync::atomic::Ordering::Relaxed;
         let contents = contents(completions)?;
+        // The format columns do not depend on the answers: any batch of the same strings serves
+        // them, without even reading the answers.
+        if !need_answers {
+            if let Some(hit) = self.cached(&contents, None) {
+                self.hits.fetch_add(1, Relaxed);
+                return Ok(hit);
+            }
+        }
         let answers = match answer {
             Some(a) if !a.is_none() => Some(answers(a, contents.len())?),
             _ => None,
         };
-        // The format columns do not depend on the answers: any batch of the same strings serves them.
-        let key = if need_answers {
-            answers.as_deref()
-        } else {
-            None
-        };
-        if let Some(hit) = self.cached(&contents, key) {
-            self.hits.fetch_add(1, Relaxed);
-            return Ok(hit);
+        if need_answers {
+            if let Some(hit) = self.cached(&contents, answers.as_deref()) {
+                self.hits.fetch_add(1, Relaxed);
+                return Ok(hit);
+            }
         }
         self.misses.fetch_add(1, Relaxed);
         let texts = as_strs(&contents)?;
