@@ -499,8 +499,9 @@ def _build_all(
                 merged_model.save_pretrained(str(src))
                 _save_tokenizer(tokenizer, src)
             if merged:
+                # --merged 4bit quantizes this 16-bit merge; it stays a hidden intermediate then.
                 dtype16 = base_dtype if base_dtype in (torch.float16, torch.bfloat16) else torch.float16
-                dest = staging / inf.MERGED_DIRNAME
+                dest = staging / (inf.MERGED_DIRNAME if merged == "16bit" else ".merged-16bit-src")
                 merged_model.to(dtype16).save_pretrained(str(dest))
                 _save_tokenizer(tokenizer, dest)
                 (dest / "format_contract.json").write_text(
@@ -508,7 +509,7 @@ def _build_all(
                 )
             del merged_model, base
             gc.collect()
-        if merged:
+        if merged == "16bit":
             with console.status("verifying the merged 16-bit export…"):
                 zeros, _ = _safetensors_zeros(dest)
                 art = {
@@ -529,7 +530,7 @@ def _build_all(
 
                 dest4 = staging / "merged-4bit"
                 q = AutoModelForCausalLM.from_pretrained(
-                    str(staging / inf.MERGED_DIRNAME),
+                    str(dest),
                     quantization_config=BitsAndBytesConfig(
                         load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
                     ),
