@@ -1,7 +1,22 @@
 """Type stub of the Rust extension ``py_rewards._core`` (reward_core/src/python.rs)."""
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, final
+
+from typing_extensions import Self
+
+__all__ = [
+    "ENV_NUM_THREADS",
+    "ENV_PARALLEL",
+    "RewardCorePanic",
+    "SEED000_NAMES",
+    "Scorer",
+    "_after_fork_in_child",
+    "_debug_panic",
+    "py_float",
+    "py_strip",
+    "runtime_info",
+]
 
 SEED000_NAMES: list[str]
 ENV_PARALLEL: str
@@ -10,17 +25,18 @@ ENV_NUM_THREADS: str
 class RewardCorePanic(RuntimeError):
     """A Rust panic in the reward core, raised as a normal exception."""
 
+@final
 class Scorer:
     """Compiled tags + scores of one format, with a one-batch cache of the seed-000 scores."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         reasoning_start: str,
         reasoning_end: str,
         solution_start: str,
         solution_end: str,
         scores: Mapping[str, float] | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     @property
     def tags(self) -> tuple[str, str, str, str]: ...
     def seed000_column(
