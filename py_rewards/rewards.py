@@ -6,7 +6,11 @@ list of chat messages (the first message's ``content`` is scored, as in the seed
 
 The four seed-000 rewards are scored in one pass and the batch is cached on the identity of the
 completion and answer strings, so when TRL calls them one after the other on the same batch only
-the first call does any work; the cache never changes a result.
+the first call does any work; the cache never changes a result. (It keeps the last batch's strings alive
+until the next batch; ``get_scorer(spec).clear_cache()`` drops them.)
+
+Parallelism: ``PY_REWARDS_PARALLEL=0`` scores on the calling thread; ``PY_REWARDS_NUM_THREADS=N``
+sizes the scoring pool (read once). A process forked after parallel scoring scores serially.
 
 Backend: ``"rust"`` (default) or ``"python"`` (the seeds' regex code, :mod:`py_rewards.reference`),
 chosen by ``backend=`` in :func:`make_reward_funcs` or the ``PY_REWARDS_BACKEND`` environment variable.

@@ -372,6 +372,15 @@ def test_parallel_and_serial_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     assert scorer.seed000(texts, answer) == par
 
 
+@pytest.mark.parametrize(("threads", "want"), [("1", "(False, 1)"), ("3", "(True, 3)")])
+def test_num_threads_env(threads: str, want: str) -> None:
+    code = "from py_rewards import _core; print(_core.runtime_info()[:2])"
+    env = {**os.environ, "PY_REWARDS_NUM_THREADS": threads}
+    env.pop("PY_REWARDS_PARALLEL", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, timeout=60, capture_output=True, text=True)
+    assert out.stdout.strip() == want, out.stderr
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_fork_after_parallel_use_does_not_hang() -> None:
     code = """
