@@ -81,7 +81,8 @@ def sft(
         },
         dry_run=dry_run,
     )
-    rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
+    if not (rd.data_dir / "sft.parquet").exists():  # openmath-mini's SFT set, else the train set's solutions
+        rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
     from cli.training.backends import choose_backend
 
     chosen = choose_backend(cfg.backend)

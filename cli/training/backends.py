@@ -203,6 +203,15 @@ def precision_args(model: Any) -> dict[str, Any]:
     return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
 
 
+def checkpointing_args(backend: str, cfg: Any) -> dict[str, Any]:
+    """Gradient checkpointing for hf on a GPU (Unsloth sets up its own in get_peft_model; on the CPU
+    the tiny models do not need it and it only slows steps down)."""
+    gc = cfg.lora.gradient_checkpointing
+    if backend != "hf" or gc in ("", "none", "false", False, None) or not cuda_available():
+        return {}
+    return {"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": False}}
+
+
 def _torch_dtype(name: str) -> Any:
     import torch
 

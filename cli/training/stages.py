@@ -70,7 +70,9 @@ def _train(
         raise typer.Exit(130)
 
 
-def _common_args(cfg: Any, section: Any, model: Any, output_dir: Path, max_steps: int) -> dict[str, Any]:
+def _common_args(
+    cfg: Any, section: Any, model: Any, output_dir: Path, max_steps: int, backend: str
+) -> dict[str, Any]:
     save_steps = int(getattr(section, "save_steps", 0) or 0)
     return {
         "output_dir": str(output_dir),
@@ -86,6 +88,7 @@ def _common_args(cfg: Any, section: Any, model: Any, output_dir: Path, max_steps
         "seed": cfg.seed,
         "disable_tqdm": True,
         **backends.precision_args(model),
+        **backends.checkpointing_args(backend, cfg),
     }
 
 
@@ -122,7 +125,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
             f"[dim]sft: packing off ({attn or 'this'} attention cannot keep packed examples apart)[/]"
         )
     args = SFTConfig(
-        **_common_args(cfg, s, model, run.sft_dir / "checkpoints", steps),
+        **_common_args(cfg, s, model, run.sft_dir / "checkpoints", steps, backend),
         per_device_train_batch_size=s.batch_size,
         gradient_accumulation_steps=s.grad_accum,
         warmup_steps=s.warmup_steps,
@@ -223,7 +226,7 @@ def run_grpo(
     if g.report_to == "tensorboard":
         os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
     args = GRPOConfig(
-        **_common_args(cfg, g, model, run.grpo_dir / "checkpoints", g.max_steps),
+        **_common_args(cfg, g, model, run.grpo_dir / "checkpoints", g.max_steps, backend),
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=g.grad_accum,
         num_generations=g.gens,
