@@ -31,6 +31,10 @@ class RewardTracker:
     format_total: int = 0
     warned: set[str] = field(default_factory=set)
 
+    def count_format(self, scores: Sequence[float | None]) -> None:
+        self.format_hits += sum(1 for s in scores if s is not None and s > 0)
+        self.format_total += len(scores)
+
     def take(self) -> dict[str, float | None]:
         out: dict[str, float | None] = {
             "reward_seconds": round(self.seconds, 4),
@@ -101,13 +105,31 @@ def resolve_rewards(specs: Sequence[Any], spec: Any = None) -> list[Reward]:
     return [Reward(s, f, w) for s, f, w in zip(shorts, funcs, weights, strict=True)]
 
 
-def wrap_rewards(rewards: Sequence[Reward], tracker: RewardTracker) -> list[Callable[..., list[float]]]:
-    """TRL-ready callables that time every call; ``__name__`` names the ``rewards/<name>`` log column."""
+def wrap_rewards(
+    rewards: Sequence[Reward], tracker: RewardTracker, spec: Any = None
+) -> list[Callable[..., list[float]]]:
+    """TRL-ready callables that time every call; ``__name__`` names the ``rewards/<name>`` log column.
+
+    The format hit rate comes from the configured exact-format reward; when none is configured, the
+    registry's ``match_format_exactly`` (bound to the run's format) watches the first reward's batch.
+    """
     format_name = next((r.name for r in rewards if r.name in FORMAT_REWARDS), None)
-    return [_timed(r, tracker, r.name == format_name) for r in rewards]
+    watcher = None
+    if format_name is None:
+        try:
+            from py_rewards import make_reward_funcs
+
+            watcher = make_reward_funcs(spec, ["match_format_exactly"])[0][0]
+        except Exception:  # noqa: BLE001 - the hit rate is a nicety: without it the column is null
+            watcher = None
+    return [
+        _timed(r, tracker, r.name == format_name, watcher if i == 0 else None) for i, r in enumerate(rewards)
+    ]
 
 
-def _timed(reward: Reward, tracker: RewardTracker, counts_format: bool) -> Callable[..., list[float]]:
+def _timed(
+    reward: Reward, tracker: RewardTracker, counts_format: bool, watcher: Callable[..., Any] | None = None
+) -> Callable[..., list[float]]:
     fn = reward.func
 
     @functools.wraps(fn)
@@ -128,8 +150,12 @@ def _timed(reward: Reward, tracker: RewardTracker, counts_format: bool) -> Calla
             tracker.seconds += time.perf_counter() - start
         scores = [None if s is None else float(s) for s in raw]
         if counts_format:
-            tracker.format_hits += sum(1 for s in scores if s is not None and s > 0)
-            tracker.format_total += len(scores)
+            tracker.count_format(scores)
+        elif watcher is not None:
+            try:
+                tracker.count_format(list(watcher(*args, **kwargs)))
+            except Exception:  # noqa: BLE001 - never let the watcher disturb training
+                pass
         return scores
 
     scored.__name__ = reward.name

@@ -217,7 +217,7 @@ def run_grpo(
         )
     batch = g.batch_size or g.gens
     tracker = RewardTracker()
-    funcs = wrap_rewards(rewards, tracker)
+    funcs = wrap_rewards(rewards, tracker, cfg.format_spec())
     vllm_args: dict[str, Any] = {}
     if use_vllm:
         vllm_args = _vllm_args(cfg, tokenizer, backend)
