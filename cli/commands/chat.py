@@ -133,13 +133,19 @@ def build_engines(
         tuned = HFEngine(model, tok, spec, f"{stage} adapter")
         return tuned, lambda: HFEngine(model, tok, spec, f"base {cfg.model}", adapter_off=True)
     if source == "merged":
-        path = run.export_dir / inf.MERGED_DIRNAME
-        if not (path / "config.json").exists():
-            raise GrpoError(
-                f"no merged export in {run.export_dir}: "
-                f"run `grpo export --merged 16bit --run {run.path}` first"
-            )
-        return HFEngine(inf.load_hf(path), inf.load_tokenizer(path, spec), spec, "merged 16-bit"), hf_base
+        # The 16-bit merge, else the bitsandbytes 4-bit one (loads on CUDA only).
+        for name, label in ((inf.MERGED_DIRNAME, "merged 16-bit"), ("merged-4bit", "merged 4-bit")):
+            path = run.export_dir / name
+            if (path / "config.json").exists():
+                return HFEngine(
+                    inf.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
+                    inf.load_tokenizer(path, spec),
+                    spec,
+                    label,
+                ), hf_base
+        raise GrpoError(
+            f"no merged export in {run.export_dir}: run `grpo export --merged 16bit --run {run.path}` first"
+        )
     # gguf
     return GGUFEngine(newest_gguf(run, quant), spec), hf_base
 

