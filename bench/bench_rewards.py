@@ -15,6 +15,7 @@ runs only on much smaller ones, to show its blow-up. Medians of the repetitions;
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import random
@@ -126,14 +127,23 @@ def as_messages(texts: list[str]) -> list[list[dict[str, str]]]:
 
 
 def time_trl_calls(funcs: list[Callable], completions: list, answers: list[str]) -> tuple[list[float], list]:
-    """Seconds per call and the scores, calling each reward as TRL does (same lists every call)."""
+    """Seconds per call and the scores, calling each reward as TRL does (same lists every call).
+
+    As ``timeit`` does, the garbage collector is off while timing: building 65K fresh message lists
+    leaves a full collection pending, which would otherwise land inside whichever call runs first.
+    """
     get_scorer().clear_cache()
     prompts = [None] * len(completions)
     times, out = [], []
-    for f in funcs:
-        t0 = time.perf_counter()
-        out.append(f(prompts=prompts, completions=completions, answer=answers))
-        times.append(time.perf_counter() - t0)
+    gc.collect()
+    gc.disable()
+    try:
+        for f in funcs:
+            t0 = time.perf_counter()
+            out.append(f(prompts=prompts, completions=completions, answer=answers))
+            times.append(time.perf_counter() - t0)
+    finally:
+        gc.enable()
     return times, out
 
 
@@ -224,7 +234,8 @@ def render(mixes: list[dict], degenerate: list[dict], args: argparse.Namespace) 
         "",
         f"`{cmd}` — {py}, {os.cpu_count()} CPUs ({threads} scoring threads), {platform.machine()}.",
         f"Medians of {args.repeat} runs (reference: {args.ref_repeat}). The four seed-000 rewards are called",
-        "one by one as TRL calls them (chat-message completions, fresh str objects every run); py_rewards",
+        "one by one as TRL calls them (chat-message completions, fresh str objects every run, GC paused",
+        "while timing as in `timeit`); py_rewards",
         "scores all four in the first call and serves the other three from its batch cache. Every run's",
         "scores were checked equal to the reference's.",
         "",

@@ -156,6 +156,15 @@ proptest! {
     }
 
     #[test]
+    fn numeric_scan_skips_correctly_at_every_offset(
+        text in "[a-z /+*\u{e9}\u{2003}\u{663}\u{1d7d9}]{0,120}[0-9.,-]?[a-z /]{0,20}"
+    ) {
+        // the 8-bytes-at-a-time skip must not jump over a candidate, whatever the alignment
+        let tagged = format!("S{text}");
+        prop_assert_eq!(numeric_capture(&text), naive_numeric(&tagged, "S"));
+    }
+
+    #[test]
     fn numeric_capture_is_a_class_run(text in "[ -.,0-9a\u{663}\u{3000}]{0,40}") {
         if let Some(c) = numeric_capture(&text) {
             let body = c.strip_prefix('-').unwrap_or(c);
