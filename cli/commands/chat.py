@@ -91,15 +91,18 @@ class GGUFEngine(Engine):
 
 # ---- finding the model -------------------------------------------------------------------------
 def newest_gguf(run: RunDir, quant: str | None) -> Path:
+    from cli.gguf import VALID_TYPES
+
+    if quant and quant.lower() not in VALID_TYPES:
+        raise GrpoError(f"unknown --quant {quant!r}: valid types are {', '.join(VALID_TYPES)}")
     export = run.export_dir
     candidates = sorted(export.glob("gguf-*/*.gguf"), key=lambda p: p.stat().st_mtime, reverse=True)
     if quant:
         candidates = [p for p in candidates if p.parent.name == f"gguf-{quant.lower()}"]
     if not candidates:
-        what = f"a {quant} GGUF" if quant else "a GGUF export"
-        raise GrpoError(
-            f"no {what} in {export}: run `grpo export --gguf {quant or 'q4_k_m'} --run {run.path}` first"
-        )
+        what = f"{quant.lower()} GGUF" if quant else "GGUF export"
+        hint = (quant or "q4_k_m").lower()
+        raise GrpoError(f"no {what} in {export}: run `grpo export --gguf {hint} --run {run.path}` first")
     return candidates[0]
 
 
