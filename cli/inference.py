@@ -489,12 +489,6 @@ def hf_stream(model: Any, tokenizer: Any, prompt: str, *, max_new_tokens: int) -
 
 
 # ---- llama.cpp ---------------------------------------------------------------------------------
-def llama_cpp_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
 def llama_repack_default() -> bool:
     """Whether llama.cpp may repack weights into its extra CPU buffer types (AMX, REPACK).
 

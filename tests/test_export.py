@@ -187,6 +187,19 @@ def test_untrained_adapter_is_refused(run_dir, tmp_path):
     assert not (run / "export").exists()
 
 
+def test_failure_mid_export_leaves_nothing(run_dir, tmp_path):
+    # The adapter passes the pre-flight checks but cannot attach to the base (its target modules
+    # do not exist): the export fails after its staging folder was made, and removes it.
+    run = copy_run(run_dir, tmp_path / "run")
+    cfg_path = run / "grpo" / "adapter" / "adapter_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["target_modules"] = ["no_such_proj"]
+    cfg_path.write_text(json.dumps(cfg))
+    line = one_error_line(invoke("export", "--run", run, "--source", "grpo", "--merged", "16bit"))
+    assert "cannot attach the adapter" in line
+    assert not (run / "export").exists()
+
+
 def test_unwritable_output_dir(run_dir, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

@@ -29,16 +29,6 @@ from cli.rundir import RunDir, atomic_write_json
 WHAT = "What to export"
 VERIFY = "Verification"
 MERGED_KINDS = ("16bit", "4bit")
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "chat_template.jinja",
-    "vocab.json",
-    "merges.txt",
-    "tokenizer.model",
-    "added_tokens.json",
-)
 
 
 def _size(path: Path) -> int:
@@ -331,6 +321,7 @@ def export(
     from cli.models import resolve_model
 
     base_path = resolve_model(cfg, rd)
+    created = not out.exists()
     staging = _writable_out(out)
     name = name or f"{rd.path.resolve().name}-{stage}"
     warnings: list[str] = []
@@ -365,6 +356,11 @@ def export(
             else:
                 os.replace(built, final)
             art["path"] = str(final / art["file"]) if art.get("file") else str(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # a failed first export leaves no empty export folder either
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
