@@ -7,7 +7,7 @@
 //! the content and answer `str` objects, holding strong references so an id cannot be reused.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -69,44 +69,90 @@ fn contents<'py>(completions: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyS
     let key = intern!(py, "content");
     let mut out = Vec::with_capacity(completions.len().unwrap_or(0));
     for (i, item) in iter.enumerate() {
-        let item = item?;
-        if let Ok(s) = item.cast::<PyString>() {
-            out.push(s.clone());
-            continue;
-        }
-        // Fast path for TRL's shape, a list of message dicts (typed list/dict access, no generic
-        // __getitem__); anything else indexable goes through item[0]["content"].
-        let content = match item.cast::<PyList>() {
-            Ok(list) => match list
-                .get_item(0)
-                .ok()
-                .and_then(|m| m.cast_into::<PyDict>().ok())
-            {
-                Some(message) => message.get_item(key)?,
-                None => None,
-            },
-            Err(_) => None,
-        };
-        let content = match content {
-            Some(c) => c,
-            None => item.get_item(0).and_then(|m| m.get_item(key)).map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "completions[{i}] must be a str or a list of chat messages with a str 'content', got {}",
-                    type_name(&item)
-                ))
-            })?,
-        };
-        match content.cast_into::<PyString>() {
-            Ok(s) => out.push(s),
-            Err(e) => {
-                return Err(PyTypeError::new_err(format!(
-                    "completions[{i}][0]['content'] must be str, got {}",
-                    type_name(e.into_inner().as_any())
-                )))
-            }
-        }
+        out.push(content_at(i, item?, key)?);
     }
     Ok(out)
+}
+
+/// `item` itself if it is a `str`, else `item[0]["content"]` (which must be a `str`).
+fn content_at<'py>(
+    i: usize,
+    item: Bound<'py, PyAny>,
+    key: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyString>> {
+    let item = match item.cast_into::<PyString>() {
+        Ok(s) => return Ok(s),
+        Err(e) => e.into_inner(),
+    };
+    // Fast path for TRL's shape, a list of message dicts (typed list/dict access, no generic
+    // __getitem__); anything else indexable goes through item[0]["content"].
+    let content = match item.cast::<PyList>() {
+        Ok(list) => match list
+            .get_item(0)
+            .ok()
+            .and_then(|m| m.cast_into::<PyDict>().ok())
+        {
+            Some(message) => message.get_item(key)?,
+            None => None,
+        },
+        Err(_) => None,
+    };
+    let content = match content {
+        Some(c) => c,
+        None => item.get_item(0).and_then(|m| m.get_item(key)).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "completions[{i}] must be a str or a list of chat messages with a str 'content', got {}",
+                type_name(&item)
+            ))
+        })?,
+    };
+    content.cast_into::<PyString>().map_err(|e| {
+        PyTypeError::new_err(format!(
+            "completions[{i}][0]['content'] must be str, got {}",
+            type_name(e.into_inner().as_any())
+        ))
+    })
+}
+
+/// Whether `completions` holds exactly the cached content objects, in order (pointer compares; any
+/// malformed item simply does not match, and the full path reports it).
+fn contents_match(completions: &Bound<'_, PyAny>, cached: &[Py<PyString>]) -> bool {
+    if completions.is_instance_of::<PyString>() || completions.len().ok() != Some(cached.len()) {
+        return false;
+    }
+    let Ok(iter) = completions.try_iter() else {
+        return false;
+    };
+    let key = intern!(completions.py(), "content");
+    let mut n = 0;
+    for (i, item) in iter.enumerate() {
+        let same = item
+            .and_then(|item| content_at(i, item, key))
+            .is_ok_and(|s| cached.get(i).is_some_and(|c| c.as_ptr() == s.as_ptr()));
+        if !same {
+            return false;
+        }
+        n += 1;
+    }
+    n == cached.len()
+}
+
+/// Whether `answer` holds exactly the cached answer objects, in order.
+fn answers_match(answer: &Bound<'_, PyAny>, cached: &[Py<PyString>]) -> bool {
+    if answer.is_instance_of::<PyString>() || answer.len().ok() != Some(cached.len()) {
+        return false;
+    }
+    let Ok(iter) = answer.try_iter() else {
+        return false;
+    };
+    let mut n = 0;
+    for (item, c) in iter.zip(cached) {
+        if !item.is_ok_and(|a| a.as_ptr() == c.as_ptr()) {
+            return false;
+        }
+        n += 1;
+    }
+    n == cached.len()
 }
 
 /// The answers as `str`s, same length as the completions.
@@ -150,14 +196,7 @@ fn as_strs<'a>(objs: &'a [Bound<'_, PyString>]) -> PyResult<Vec<&'a str>> {
     objs.iter().map(PyStringMethods::to_str).collect()
 }
 
-fn same_objects(cached: &[Py<PyString>], now: &[Bound<'_, PyString>]) -> bool {
-    cached.len() == now.len()
-        && cached
-            .iter()
-            .zip(now)
-            .all(|(a, b)| a.as_ptr() == b.as_ptr())
-}
-
+/// The last seed-000 batch: the strong references keep the compared ids from being reused.
 struct Cache000 {
     contents: Vec<Py<PyString>>,
     answers: Option<Vec<Py<PyString>>>,
@@ -208,82 +247,77 @@ struct PyScorer {
     // Boxed: memchr's AVX2 searchers hold 32-byte-aligned vectors, and a Python object's memory is
     // only 16-byte aligned (an inline `Scorer` made `vmovdqa` fault on a misaligned load).
     inner: Box<Scorer>,
-    cache: Mutex<Option<Cache000>>,
+    cache: Mutex<Option<Arc<Cache000>>>,
     hits: std::sync::atomic::AtomicU64,
     misses: std::sync::atomic::AtomicU64,
 }
 
 impl PyScorer {
-    fn cached(
+    /// The cached batch if `completions` (and, when needed, `answer`) are the very objects it was
+    /// computed from. The entry is taken out of the lock first (an `Arc`, holding its references),
+    /// so no Python code runs under the lock.
+    fn lookup(
         &self,
-        contents: &[Bound<'_, PyString>],
-        answers: Option<&[Bound<'_, PyString>]>,
-    ) -> Option<Batch000> {
-        let guard = self
+        completions: &Bound<'_, PyAny>,
+        answer: Option<&Bound<'_, PyAny>>,
+        need_answers: bool,
+    ) -> Option<Arc<Cache000>> {
+        let entry = self
             .cache
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let c = guard.as_ref()?;
-        if !same_objects(&c.contents, contents) {
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
+        if !contents_match(completions, &entry.contents) {
             return None;
         }
-        match (answers, &c.answers) {
-            (None, _) => Some(Batch000 {
-                accuracy: None,
-                numeric: None,
-                ..c.batch.clone()
-            }),
-            (Some(now), Some(was)) if same_objects(was, now) => Some(c.batch.clone()),
-            _ => None,
+        if need_answers {
+            match (answer, &entry.answers) {
+                (Some(a), Some(was)) if answers_match(a, was) => {}
+                _ => return None,
+            }
         }
+        Some(entry)
     }
 
+    /// All four seed-000 columns of a batch (the answer columns only with answers), from the
+    /// cache when the batch is the cached one. The format columns do not depend on the answers:
+    /// with `need_answers == false` any batch of the same strings serves them.
     fn batch000(
         &self,
         py: Python<'_>,
         completions: &Bound<'_, PyAny>,
         answer: Option<&Bound<'_, PyAny>>,
         need_answers: bool,
-    ) -> PyResult<Batch000> {
+    ) -> PyResult<Arc<Cache000>> {
         use std::sync::atomic::Ordering::Relaxed;
-        let contents = contents(completions)?;
-        // The format columns do not depend on the answers: any batch of the same strings serves
-        // them, without even reading the answers.
-        if !need_answers {
-            if let Some(hit) = self.cached(&contents, None) {
-                self.hits.fetch_add(1, Relaxed);
-                return Ok(hit);
-            }
+        if let Some(hit) = self.lookup(completions, answer, need_answers) {
+            self.hits.fetch_add(1, Relaxed);
+            return Ok(hit);
         }
+        self.misses.fetch_add(1, Relaxed);
+        let contents = contents(completions)?;
         let answers = match answer {
             Some(a) if !a.is_none() => Some(answers(a, contents.len())?),
             _ => None,
         };
-        if need_answers {
-            if let Some(hit) = self.cached(&contents, answers.as_deref()) {
-                self.hits.fetch_add(1, Relaxed);
-                return Ok(hit);
-            }
-        }
-        self.misses.fetch_add(1, Relaxed);
         let texts = as_strs(&contents)?;
         let ans = answers.as_deref().map(as_strs).transpose()?;
         let inner = &self.inner;
         let batch = detach_guarded(py, || inner.batch000(&texts, ans.as_deref()))??;
         drop(texts);
         drop(ans);
-        let fresh = Cache000 {
+        let fresh = Arc::new(Cache000 {
             contents: contents.into_iter().map(Bound::unbind).collect(),
             answers: answers.map(|a| a.into_iter().map(Bound::unbind).collect()),
-            batch: batch.clone(),
-        };
+            batch,
+        });
         let old = self
             .cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .replace(fresh);
+            .replace(Arc::clone(&fresh));
         drop(old); // decref the previous batch's strings outside the lock
-        Ok(batch)
+        Ok(fresh)
     }
 
     fn column001(
@@ -362,7 +396,11 @@ impl PyScorer {
             }
             other => other?,
         };
-        Ok(batch.column(j).map(<[f64]>::to_vec).unwrap_or_default())
+        Ok(batch
+            .batch
+            .column(j)
+            .map(<[f64]>::to_vec)
+            .unwrap_or_default())
     }
 
     /// All four seed-000 columns: a dict name -> list[float] (answer columns None without answers).
@@ -377,7 +415,13 @@ impl PyScorer {
         let batch = self.batch000(py, completions, answer, with_answers)?;
         let out = PyDict::new(py);
         for (j, name) in SEED000_NAMES.iter().enumerate() {
-            out.set_item(name, batch.column(j).map(<[f64]>::to_vec))?;
+            // Without answers this call has no answer columns, even if the cached batch has them.
+            let column = if j >= 2 && !with_answers {
+                None
+            } else {
+                batch.batch.column(j)
+            };
+            out.set_item(name, column.map(<[f64]>::to_vec))?;
         }
         Ok(out)
     }
