@@ -449,3 +449,18 @@ def test_docstring_examples_run(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_threads_sharing_one_scorer_get_their_own_results() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [([OK(i + k) for i in range(300)], [str(i) for i in range(300)]) for k in range(4)]
+    want = [[f(completions=c, answer=a) for f in make_reward_funcs(backend="python")[0]] for c, a in batches]
+    funcs = make_reward_funcs()[0]
+
+    def work(k: int) -> bool:
+        c, a = batches[k]
+        return all([f(completions=c, answer=a) for f in funcs] == want[k] for _ in range(20))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(4)))
