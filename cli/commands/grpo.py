@@ -1,10 +1,12 @@
 """Stage 2: GRPO with the Rust reward core (seed 000: G=4, lr 5e-6, temperature 1.0, min_p 0.1).
 
-Continues the run's SFT adapter when there is one (`grpo sft` first is recommended), samples --gens
-completions per prompt, scores them with the rewards of grpo.rewards (py_rewards names or dotted
-paths, with weights) and writes the adapter to <run>/grpo/adapter, checkpoints to
-<run>/grpo/checkpoints. Example: `grpo grpo --gens 4 --max-steps 100`. Ctrl-C saves a checkpoint;
-`--resume` continues from the latest one.
+Continues the run's SFT adapter when there is one (run `grpo sft` first).
+
+Scores --gens completions per prompt with grpo.rewards (py_rewards names or dotted paths, with weights).
+
+Writes <run>/grpo/adapter and checkpoints under <run>/grpo/checkpoints; Ctrl-C saves one, --resume continues.
+
+Example: grpo grpo --gens 4 --max-steps 100
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Stage 1: a short LoRA SFT that teaches the output format (seed 000: ~59 examples, 60 steps).
 
-Reads the prepped data of the run (`grpo prep` first) and writes the LoRA adapter + tokenizer to
-<run>/sft/adapter; `grpo grpo` then continues that adapter. Example: `grpo sft --max-steps 60`.
+Reads the run's prepped data (`grpo prep` first) and writes the LoRA adapter + tokenizer to <run>/sft/adapter.
+
+`grpo grpo` then continues that adapter. Example: grpo sft --max-steps 60
 """
 
 from __future__ import annotations
