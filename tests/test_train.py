@@ -39,6 +39,7 @@ def _env() -> dict[str, str]:
     # tests/ on the path: _train_seed_rewards is the custom (dotted-path) reward module.
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS), env.get("PYTHONPATH", "")])
     env["HF_HUB_OFFLINE"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"  # a crash in native code prints where it happened
     env.pop("GRPO_RUN", None)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     return env
@@ -371,3 +372,14 @@ def test_live_view_row_and_hints(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "grpo 1/10" in out and "format 25%" in out
     assert HINT_ZERO_STD in out and HINT_LOSS_ZERO in out
+
+
+def test_a_trained_run_keeps_its_model(runner, tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    (run / "sft" / "adapter").mkdir(parents=True)
+    (run / "config.yaml").write_text("model: tiny\n")
+    line = _fails(runner, ["grpo", "--run", str(run), "--model", "gemma3-270m"])
+    assert "trained on model 'tiny'" in line and "--run" in line
+    # Without --model the run's own model is used: the dry run shows it.
+    result = runner.invoke(app, ["sft", "--run", str(run), "--dry-run"])
+    assert result.exit_code == 0 and yaml.safe_load(result.output)["model"] == "tiny"
