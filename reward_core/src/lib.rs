@@ -340,7 +340,19 @@ pub struct Batch000 {
 
 impl Batch000 {
     fn from_rows(rows: &[[f64; 4]], with_answers: bool) -> Self {
-        let col = |j: usize| rows.iter().map(|r| r[j]).collect::<Vec<f64>>();
+        Self::from_row_chunks(&[rows], with_answers)
+    }
+
+    /// The columns of rows given in consecutive chunks (rows of [`Scorer::score000`]).
+    pub fn from_row_chunks<C: AsRef<[[f64; 4]]>>(chunks: &[C], with_answers: bool) -> Self {
+        let n = chunks.iter().map(|c| c.as_ref().len()).sum();
+        let col = |j: usize| {
+            let mut v = Vec::with_capacity(n);
+            for c in chunks {
+                v.extend(c.as_ref().iter().map(|r| r[j]));
+            }
+            v
+        };
         Self {
             exactly: col(0),
             approximately: col(1),
