@@ -347,6 +347,63 @@ def test_cache_is_invalidated_by_new_content_or_answers() -> None:
     assert scorer.cache_info()[0] == hits + 1
 
 
+def _all_four(backend: str, completions: list, answer: list[str]) -> list[list[float]]:
+    funcs = make_reward_funcs(backend=backend)[0]
+    return [f(prompts=None, completions=completions, answer=answer) for f in funcs]
+
+
+def test_cache_never_serves_a_changed_message_list() -> None:
+    """TRL's shape (lists of message dicts): any change to a content string (in place in its dict,
+    a new dict, a new message list, a plain str item) or to an answer is a miss, never a stale hit."""
+    scorer = get_scorer()
+    scorer.clear_cache()
+    n = 300  # many blocks of the fast identity check, several chunks of the first pass
+    completions: list = [[{"role": "assistant", "content": OK(i)}] for i in range(n)]
+    answer = [str(i) for i in range(n)]
+    assert _all_four("rust", completions, answer) == _all_four("python", completions, answer)
+    changes = [
+        lambda: completions[7][0].__setitem__("content", OK(1000)),  # same dict, new string
+        lambda: completions[0][0].__setitem__("content", OK(-1)),  # the very first item
+        lambda: completions.__setitem__(150, [{"role": "assistant", "content": OK(999)}]),
+        lambda: completions[299].__setitem__(0, {"role": "assistant", "content": OK(5)}),
+        lambda: completions[20].insert(0, {"content": "".join([OK(20)])}),  # equal, distinct str
+        lambda: completions.__setitem__(33, OK(0)),  # a plain str item among message lists
+        lambda: answer.__setitem__(42, "41"),  # same answers list, new string
+        lambda: answer.__setitem__(n - 1, "".join(["5"])),
+    ]
+    for change in changes:
+        change()
+        hits, misses, _ = scorer.cache_info()
+        got = _all_four("rust", completions, answer)
+        assert scorer.cache_info()[:2] == (hits + 3, misses + 1)
+        assert got == _all_four("python", completions, answer)
+    # a dict without "content" now: the error, not a cached score
+    completions[5][0].pop("content")
+    with pytest.raises(TypeError, match=r"completions\[5\]"):
+        check_answer_accuracy(completions=completions, answer=answer)
+
+
+def test_non_ascii_texts_in_a_parallel_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """UCS-2 / UCS-4 strings (converted off the GIL) score as the reference, serial or parallel."""
+    rng = __import__("random").Random(5)
+    bits = ["x", "\u00d7", "\u03c0", "\u2248", "\U0001f600", "\u0663", " ", "\u3000", "<SOLUTION>", "7"]
+    completions = []
+    for i in range(400):
+        body = "".join(rng.choice(bits) for _ in range(rng.randint(0, 60)))
+        tail = rng.choice([OK(i), OK("\u0661\u0662"), OK(" \u00d7 "), "", "<SOLUTION>\u0664"])
+        completions.append([{"role": "assistant", "content": body + tail}])
+    answer = [rng.choice([str(i), "\u0661\u0662", "12", " 4 "]) for i in range(400)]
+    want = _all_four("python", completions, answer)
+    for parallel in ("1", "0"):
+        monkeypatch.setenv("PY_REWARDS_PARALLEL", parallel)
+        get_scorer().clear_cache()
+        assert _all_four("rust", completions, answer) == want
+    # a lone surrogate anywhere in the batch: the reference's result, in a message list too
+    completions[123] = [{"content": OK(4) + "\ud800"}]
+    get_scorer().clear_cache()
+    assert _all_four("rust", completions, answer) == _all_four("python", completions, answer)
+
+
 def test_score_seed000_batch_api() -> None:
     out = score_seed000([OK(4), "x"], ["4", "4"])
     assert out["check_answer_accuracy"].tolist() == [5.0, -2.0]

@@ -6,8 +6,17 @@
 //! `Scorer` keeps the last seed-000 batch (all four columns from one pass) keyed on the identity of
 //! the content and answer `str` objects, holding strong references so an id cannot be reused.
 
+// The hot loops use CPython's stable-ABI C calls directly (borrowed references, pointer compares,
+// no per-item PyO3 downcasts): each `unsafe` block says which reference keeps what alive.
+#![allow(unsafe_code)]
+// Indices are below a list's length and lengths come from CPython (0..=isize::MAX).
+#![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::{self, addr_of_mut};
 use std::sync::{Arc, Mutex};
+
+use pyo3::ffi;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -29,17 +38,26 @@ impl From<Error> for PyErr {
     }
 }
 
+/// The message panicked with, as `RewardCorePanic`.
+fn panic_err(payload: &(dyn std::any::Any + Send)) -> PyErr {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    RewardCorePanic::new_err(format!("reward core panicked: {msg}"))
+}
+
+/// Items per chunk of the overlapped first pass (~0.5 MB of typical rollouts; small batches in
+/// a few chunks).
+fn chunk_len(n: usize) -> usize {
+    (n / 512).clamp(8, 128)
+}
+
 /// Run `f` with the GIL released; a panic (also one in a rayon worker) becomes `RewardCorePanic`.
 fn detach_guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
     py.detach(|| catch_unwind(AssertUnwindSafe(f)))
-        .map_err(|payload| {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            RewardCorePanic::new_err(format!("reward core panicked: {msg}"))
-        })
+        .map_err(|payload| panic_err(&*payload))
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -114,9 +132,362 @@ fn content_at<'py>(
     })
 }
 
+// ---- stable-ABI fast paths ----------------------------------------------------------------
+
+#[inline]
+fn prefetch(p: *const ffi::PyObject) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Exact-type checks against CPython's static type objects (subclasses take the generic path).
+#[inline]
+unsafe fn is_str(obj: *mut ffi::PyObject) -> bool {
+    ffi::Py_TYPE(obj) == addr_of_mut!(ffi::PyUnicode_Type)
+}
+#[inline]
+unsafe fn is_list(obj: *mut ffi::PyObject) -> bool {
+    ffi::Py_TYPE(obj) == addr_of_mut!(ffi::PyList_Type)
+}
+#[inline]
+unsafe fn is_dict(obj: *mut ffi::PyObject) -> bool {
+    ffi::Py_TYPE(obj) == addr_of_mut!(ffi::PyDict_Type)
+}
+
+/// The message dict of TRL's completion shape (`item` an exact list whose first item is an exact
+/// dict), as a NEW reference (the lookup that follows may run a key's `__eq__`, which could drop
+/// the list's reference); NULL for any other shape. No exception is set.
+#[inline]
+unsafe fn message_of(item: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    if !is_list(item) || ffi::PyList_Size(item) < 1 {
+        return ptr::null_mut();
+    }
+    let m = ffi::PyList_GetItem(item, 0); // borrowed, index checked above
+    if m.is_null() || !is_dict(m) {
+        return ptr::null_mut();
+    }
+    ffi::Py_INCREF(m);
+    m
+}
+
+/// `m["content"]` if it is an exact `str`, as a NEW reference, else NULL (no exception set).
+/// Consumes the reference to `m`.
+#[inline]
+unsafe fn content_in(m: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    let c = ffi::PyDict_GetItem(m, key); // borrowed; errors are suppressed
+    let c = if !c.is_null() && is_str(c) {
+        ffi::Py_INCREF(c);
+        c
+    } else {
+        ptr::null_mut()
+    };
+    ffi::Py_DECREF(m);
+    c
+}
+
+/// `m["content"]`'s address (borrowed; only compared, never read), consuming the reference to `m`.
+#[inline]
+unsafe fn content_addr_in(m: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    let c = ffi::PyDict_GetItem(m, key);
+    ffi::Py_DECREF(m);
+    c
+}
+
+/// The UTF-8 view of an exact `str` (CPython caches it in the object; ASCII is read in place).
+/// None (exception cleared) for strings UTF-8 cannot encode (lone surrogates).
+unsafe fn utf8_of<'a>(s: *mut ffi::PyObject) -> Option<&'a str> {
+    let mut len: ffi::Py_ssize_t = 0;
+    let p = ffi::PyUnicode_AsUTF8AndSize(s, &mut len);
+    if p.is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    // SAFETY: CPython returns valid UTF-8 of `len` bytes, alive as long as `s` (the caller keeps
+    // a strong reference for 'a).
+    Some(std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+        p.cast::<u8>(),
+        len as usize,
+    )))
+}
+
+const BLOCK: usize = 16;
+
+/// Whether the exact list `list` holds, in order, completions whose content objects are exactly
+/// `cached` (pointer compares). Items are visited in blocks: first every item's address (and a
+/// prefetch of it), then every message dict (and a prefetch), then the lookups, so the cache misses
+/// of a block overlap instead of forming one long chain per item.
+unsafe fn list_contents_match(
+    list: *mut ffi::PyObject,
+    cached: &[Py<PyString>],
+    key: &Bound<'_, PyString>,
+) -> bool {
+    let py = key.py();
+    let k = key.as_ptr();
+    if usize::try_from(ffi::PyList_Size(list)).ok() != Some(cached.len()) {
+        return false;
+    }
+    let mut items = [ptr::null_mut::<ffi::PyObject>(); BLOCK];
+    let mut msgs = [ptr::null_mut::<ffi::PyObject>(); BLOCK];
+    for (b, want) in cached.chunks(BLOCK).enumerate() {
+        let start = b * BLOCK;
+        for (j, slot) in items[..want.len()].iter_mut().enumerate() {
+            let it = ffi::PyList_GetItem(list, (start + j) as ffi::Py_ssize_t);
+            if it.is_null() {
+                ffi::PyErr_Clear(); // the list shrank (only Python code run by a lookup can do that)
+                return false;
+            }
+            prefetch(it);
+            *slot = it;
+        }
+        // No Python code runs between taking the borrowed items and using them here.
+        for (slot, &it) in msgs.iter_mut().zip(&items[..want.len()]) {
+            *slot = if is_str(it) {
+                ptr::null_mut()
+            } else {
+                let m = message_of(it);
+                prefetch(m);
+                m
+            };
+        }
+        let mut same = true;
+        for (j, w) in want.iter().enumerate() {
+            let m = msgs[j];
+            if !m.is_null() {
+                same &= content_addr_in(m, k) == w.as_ptr(); // always run: releases `m`
+            } else if same {
+                // A plain str, or a shape for the generic path; re-read (a lookup may have run code).
+                let i = start + j;
+                let it = ffi::PyList_GetItem(list, i as ffi::Py_ssize_t);
+                if it.is_null() {
+                    ffi::PyErr_Clear();
+                    same = false;
+                } else if is_str(it) {
+                    same = it == w.as_ptr();
+                } else {
+                    let item = Bound::from_borrowed_ptr(py, it);
+                    same = content_at(i, item, key).is_ok_and(|s| s.as_ptr() == w.as_ptr());
+                }
+            }
+        }
+        if !same {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether the exact list `list` holds exactly the cached answer objects, in order.
+unsafe fn list_answers_match(list: *mut ffi::PyObject, cached: &[Py<PyString>]) -> bool {
+    if usize::try_from(ffi::PyList_Size(list)).ok() != Some(cached.len()) {
+        return false;
+    }
+    cached
+        .iter()
+        .enumerate()
+        .all(|(i, c)| ffi::PyList_GetItem(list, i as ffi::Py_ssize_t) == c.as_ptr())
+}
+
+/// Owned `str` objects and their UTF-8 views (valid while the objects are held).
+type Texts<'a> = (Vec<Py<PyString>>, Vec<&'a str>);
+
+/// The answers of an exact list of exact `str`s of length `n`, with their UTF-8; None for anything
+/// else (the generic path then scores it or raises the right error).
+unsafe fn fast_answers<'a>(
+    py: Python<'_>,
+    answer: &Bound<'_, PyAny>,
+    n: usize,
+) -> Option<Texts<'a>> {
+    let list = answer.as_ptr();
+    if !is_list(list) || usize::try_from(ffi::PyList_Size(list)).ok() != Some(n) {
+        return None;
+    }
+    let mut objs = Vec::with_capacity(n);
+    let mut texts = Vec::with_capacity(n);
+    for i in 0..n {
+        let a = ffi::PyList_GetItem(list, i as ffi::Py_ssize_t);
+        if a.is_null() || !is_str(a) {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        let a: Py<PyString> = Py::from_borrowed_ptr(py, a);
+        texts.push(utf8_of(a.as_ptr())?);
+        objs.push(a);
+    }
+    Some((objs, texts))
+}
+
+/// A completion's text as the pool threads get it: CPython's UTF-8 for ASCII strings (read in
+/// place), a UCS-4 copy for the others (encoded to UTF-8 on the pool, not under the GIL).
+enum Text<'a> {
+    Utf8(&'a str),
+    Wide(Vec<u32>),
+}
+
+/// `Text::Wide`'s UTF-8; None for a lone surrogate (UTF-8 cannot encode it, as CPython says).
+fn wide_to_utf8(w: &[u32]) -> Option<String> {
+    let mut out = Vec::with_capacity(w.len() + w.len() / 4);
+    for &c in w {
+        if c < 0x80 {
+            out.push(c as u8);
+        } else {
+            let mut b = [0u8; 4];
+            out.extend_from_slice(char::from_u32(c)?.encode_utf8(&mut b).as_bytes());
+        }
+    }
+    // SAFETY: ASCII bytes and `char::encode_utf8` output only.
+    Some(unsafe { String::from_utf8_unchecked(out) })
+}
+
+impl Text<'_> {
+    /// Run `f` on the UTF-8 text (None: cannot be encoded).
+    fn with_str<T>(&self, f: impl FnOnce(&str) -> T) -> Option<T> {
+        match self {
+            Text::Utf8(s) => Some(f(s)),
+            Text::Wide(w) => wide_to_utf8(w).map(|s| f(&s)),
+        }
+    }
+}
+
+/// `s.isascii()` through the method descriptor `isascii` (a fast C call; no exception expected).
+unsafe fn is_ascii(s: *mut ffi::PyObject, isascii: *mut ffi::PyObject) -> Option<bool> {
+    let r = ffi::PyObject_CallFunctionObjArgs(isascii, s, ptr::null_mut::<ffi::PyObject>());
+    if r.is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    let ascii = r == ffi::Py_True();
+    ffi::Py_DECREF(r);
+    Some(ascii)
+}
+
+/// The text of an exact `str` (see [`Text`]).
+unsafe fn text_of<'a>(s: *mut ffi::PyObject, isascii: *mut ffi::PyObject) -> Option<Text<'a>> {
+    if is_ascii(s, isascii)? {
+        return utf8_of(s).map(Text::Utf8);
+    }
+    let len = usize::try_from(ffi::PyUnicode_GetLength(s)).ok()?;
+    let mut buf: Vec<u32> = Vec::with_capacity(len);
+    let p = ffi::PyUnicode_AsUCS4(s, buf.as_mut_ptr(), len as ffi::Py_ssize_t, 0);
+    if p.is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    // SAFETY: PyUnicode_AsUCS4 wrote all `len` code points.
+    buf.set_len(len);
+    Some(Text::Wide(buf))
+}
+
+/// Items `range` of the exact list `list` as owned content objects (appended to `objs`) and their
+/// texts; None if one is not a str / TRL message list (the generic path then raises the right
+/// error).
+unsafe fn fast_contents<'a>(
+    py: Python<'_>,
+    list: *mut ffi::PyObject,
+    range: std::ops::Range<usize>,
+    key: *mut ffi::PyObject,
+    isascii: *mut ffi::PyObject,
+    objs: &mut Vec<Py<PyString>>,
+) -> Option<Vec<Text<'a>>> {
+    let mut texts = Vec::with_capacity(range.len());
+    let mut items = [ptr::null_mut::<ffi::PyObject>(); BLOCK];
+    let mut start = range.start;
+    while start < range.end {
+        let len = BLOCK.min(range.end - start);
+        for (j, slot) in items[..len].iter_mut().enumerate() {
+            let it = ffi::PyList_GetItem(list, (start + j) as ffi::Py_ssize_t);
+            if it.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            prefetch(it);
+            ffi::Py_INCREF(it); // kept across the lookups below (they may run Python code)
+            *slot = it;
+        }
+        let mut ok = true;
+        for &it in &items[..len] {
+            if ok {
+                let c = if is_str(it) {
+                    ffi::Py_INCREF(it);
+                    it
+                } else {
+                    let m = message_of(it);
+                    if m.is_null() {
+                        ptr::null_mut()
+                    } else {
+                        content_in(m, key)
+                    }
+                };
+                if c.is_null() {
+                    ok = false;
+                } else {
+                    let c: Py<PyString> = Py::from_owned_ptr(py, c);
+                    match text_of(c.as_ptr(), isascii) {
+                        Some(t) => texts.push(t),
+                        None => ok = false,
+                    }
+                    objs.push(c);
+                }
+            }
+            ffi::Py_DECREF(it);
+        }
+        if !ok {
+            return None;
+        }
+        start += len;
+    }
+    Some(texts)
+}
+
+/// A `list[float]` of `values`, sharing one float object per distinct value (the columns hold a
+/// handful of score tiers; Python shares its constant floats the same way).
+fn float_list<'py>(py: Python<'py>, values: &[f64]) -> PyResult<Bound<'py, PyList>> {
+    let n = ffi::Py_ssize_t::try_from(values.len())
+        .map_err(|_| PyValueError::new_err("batch too large"))?;
+    // SAFETY: a new list of n NULL slots, each filled exactly once with a new reference before
+    // the list is handed to Python.
+    unsafe {
+        let list = ffi::PyList_New(n);
+        if list.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
+        let mut seen: Vec<(u64, Bound<'py, PyAny>)> = Vec::with_capacity(16);
+        for (i, &v) in values.iter().enumerate() {
+            let bits = v.to_bits();
+            let obj = if let Some((_, o)) = seen.iter().find(|(b, _)| *b == bits) {
+                o.as_ptr()
+            } else {
+                let f = ffi::PyFloat_FromDouble(v);
+                if f.is_null() {
+                    return Err(PyErr::fetch(py));
+                }
+                if seen.len() >= 64 {
+                    ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, f); // steals
+                    continue;
+                }
+                seen.push((bits, Bound::from_owned_ptr(py, f)));
+                f
+            };
+            ffi::Py_INCREF(obj);
+            ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, obj); // steals
+        }
+        Ok(list)
+    }
+}
+
 /// Whether `completions` holds exactly the cached content objects, in order (pointer compares; any
 /// malformed item simply does not match, and the full path reports it).
 fn contents_match(completions: &Bound<'_, PyAny>, cached: &[Py<PyString>]) -> bool {
+    // SAFETY: `completions` is alive (borrowed from the caller) and the GIL is held.
+    if unsafe { is_list(completions.as_ptr()) } {
+        let key = intern!(completions.py(), "content");
+        return unsafe { list_contents_match(completions.as_ptr(), cached, key) };
+    }
     if completions.is_instance_of::<PyString>() || completions.len().ok() != Some(cached.len()) {
         return false;
     }
@@ -139,6 +510,10 @@ fn contents_match(completions: &Bound<'_, PyAny>, cached: &[Py<PyString>]) -> bo
 
 /// Whether `answer` holds exactly the cached answer objects, in order.
 fn answers_match(answer: &Bound<'_, PyAny>, cached: &[Py<PyString>]) -> bool {
+    // SAFETY: `answer` is alive and the GIL is held; items are only compared by address.
+    if unsafe { is_list(answer.as_ptr()) } {
+        return unsafe { list_answers_match(answer.as_ptr(), cached) };
+    }
     if answer.is_instance_of::<PyString>() || answer.len().ok() != Some(cached.len()) {
         return false;
     }
@@ -295,6 +670,94 @@ impl PyScorer {
             return Ok(hit);
         }
         self.misses.fetch_add(1, Relaxed);
+        let fresh = match self.fresh_fast(py, completions, answer)? {
+            Some(entry) => Arc::new(entry),
+            None => Arc::new(self.fresh_generic(py, completions, answer)?),
+        };
+        let old = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .replace(Arc::clone(&fresh));
+        drop(old); // decref the previous batch's strings outside the lock
+        Ok(fresh)
+    }
+
+    /// A first call on TRL's shapes (an exact list of str or of message lists; answers an exact
+    /// list of str): the GIL-held part (walking the list, CPython's UTF-8 of non-ASCII strings)
+    /// runs chunk by chunk on this thread while the pool scans the chunks already read, with the
+    /// GIL released. `Ok(None)` for any other shape or a bad item: the generic path then scores
+    /// it or raises the right error.
+    fn fresh_fast(
+        &self,
+        py: Python<'_>,
+        completions: &Bound<'_, PyAny>,
+        answer: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Cache000>> {
+        let list = completions.as_ptr();
+        // SAFETY: `completions` is alive and the GIL is held.
+        if !unsafe { is_list(list) } {
+            return Ok(None);
+        }
+        let n = usize::try_from(unsafe { ffi::PyList_Size(list) }).unwrap_or(0);
+        let answers = match answer {
+            // SAFETY: as above; the answer objects are held in the returned Vec.
+            Some(a) if !a.is_none() => match unsafe { fast_answers(py, a, n) } {
+                Some(t) => Some(t),
+                None => return Ok(None),
+            },
+            _ => None,
+        };
+        let ans: Option<&[&str]> = answers.as_ref().map(|(_, t)| t.as_slice());
+        let key = intern!(py, "content").as_ptr();
+        let isascii = py.get_type::<PyString>().getattr(intern!(py, "isascii"))?;
+        let isascii = isascii.as_ptr();
+        let ch = chunk_len(n);
+        let mut objs: Vec<Py<PyString>> = Vec::with_capacity(n);
+        let inner = &*self.inner;
+        let rows = catch_unwind(AssertUnwindSafe(|| {
+            parallel::overlapped(
+                n.div_ceil(ch),
+                |k| {
+                    let range = k * ch..((k + 1) * ch).min(n);
+                    // SAFETY: GIL held; each text borrows a str whose reference `objs` keeps
+                    // until after the scan.
+                    unsafe { fast_contents(py, list, range, key, isascii, &mut objs) }
+                        .map(|t| (k, t))
+                        .ok_or(())
+                },
+                |(k, texts): &(usize, Vec<Text<'_>>)| {
+                    texts
+                        .iter()
+                        .enumerate()
+                        .map(|(j, t)| t.with_str(|t| inner.score000(t, ans.map(|a| a[k * ch + j]))))
+                        .collect::<Option<Vec<[f64; 4]>>>()
+                },
+                |wait| py.detach(wait),
+            )
+        }));
+        let rows = match rows {
+            Err(payload) => return Err(panic_err(&*payload)),
+            Ok(Err(())) => return Ok(None),
+            Ok(Ok(rows)) => match rows.into_iter().collect::<Option<Vec<_>>>() {
+                Some(rows) => rows,
+                None => return Ok(None), // a lone surrogate: the generic path raises
+            },
+        };
+        Ok(Some(Cache000 {
+            contents: objs,
+            batch: Batch000::from_row_chunks(&rows, answers.is_some()),
+            answers: answers.map(|(objs, _)| objs),
+        }))
+    }
+
+    /// A first call on any iterable (and the error messages of a bad batch).
+    fn fresh_generic(
+        &self,
+        py: Python<'_>,
+        completions: &Bound<'_, PyAny>,
+        answer: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Cache000> {
         let contents = contents(completions)?;
         let answers = match answer {
             Some(a) if !a.is_none() => Some(answers(a, contents.len())?),
@@ -306,18 +769,11 @@ impl PyScorer {
         let batch = detach_guarded(py, || inner.batch000(&texts, ans.as_deref()))??;
         drop(texts);
         drop(ans);
-        let fresh = Arc::new(Cache000 {
+        Ok(Cache000 {
             contents: contents.into_iter().map(Bound::unbind).collect(),
             answers: answers.map(|a| a.into_iter().map(Bound::unbind).collect()),
             batch,
-        });
-        let old = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .replace(Arc::clone(&fresh));
-        drop(old); // decref the previous batch's strings outside the lock
-        Ok(fresh)
+        })
     }
 
     fn column001(
@@ -370,13 +826,13 @@ impl PyScorer {
 
     /// One seed-000 reward column (index 0-3 or its name) as a list of floats.
     #[pyo3(signature = (completions, answer=None, column=None))]
-    fn seed000_column(
+    fn seed000_column<'py>(
         &self,
-        py: Python<'_>,
-        completions: &Bound<'_, PyAny>,
-        answer: Option<&Bound<'_, PyAny>>,
-        column: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<f64>> {
+        py: Python<'py>,
+        completions: &Bound<'py, PyAny>,
+        answer: Option<&Bound<'py, PyAny>>,
+        column: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let j = match column {
             Some(c) => column_index(c)?,
             None => 0,
@@ -396,11 +852,7 @@ impl PyScorer {
             }
             other => other?,
         };
-        Ok(batch
-            .batch
-            .column(j)
-            .map(<[f64]>::to_vec)
-            .unwrap_or_default())
+        float_list(py, batch.batch.column(j).unwrap_or_default())
     }
 
     /// All four seed-000 columns: a dict name -> list[float] (answer columns None without answers).
@@ -421,7 +873,7 @@ impl PyScorer {
             } else {
                 batch.batch.column(j)
             };
-            out.set_item(name, column.map(<[f64]>::to_vec))?;
+            out.set_item(name, column.map(|c| float_list(py, c)).transpose()?)?;
         }
         Ok(out)
     }
