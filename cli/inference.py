@@ -371,8 +371,21 @@ def attach_adapter(model: Any, adapter: Path) -> Any:
 
 
 def adapter_tokenizer_path(adapter: Path, base: str) -> str:
-    """Training saves the tokenizer beside the adapter; use it when present, else the base's."""
-    return str(adapter) if (adapter / "tokenizer_config.json").exists() else base
+    """Where to load the tokenizer from: the base model's, unless training changed the vocabulary.
+
+    Training saves a tokenizer beside the adapter, but a transformers round trip can rewrite it (seen
+    here with Gemma 3 under transformers 5: merges dropped, so llama.cpp cannot load the GGUF), so the
+    base's files win whenever both have the same vocabulary size.
+    """
+    if not (adapter / "tokenizer_config.json").exists():
+        return base
+    from transformers import AutoTokenizer
+
+    try:
+        same = len(AutoTokenizer.from_pretrained(str(adapter))) == len(AutoTokenizer.from_pretrained(base))
+    except Exception:  # noqa: BLE001 - an unreadable adapter tokenizer: the base's is the safe choice
+        return base
+    return base if same else str(adapter)
 
 
 # ---- greedy generation -------------------------------------------------------------------------
