@@ -213,3 +213,8 @@ def test_eval_bad_inputs(run_dir, tmp_path):
     (run / "data" / "eval.parquet").unlink()
     assert "grpo prep" in one_error_line(invoke("eval", "--run", run))
     assert not (run / "eval").exists()
+    run = copy_run(run_dir, tmp_path / "run2")
+    weights = run / "sft" / "adapter" / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    assert "corrupt" in one_error_line(invoke("eval", "--run", run, "--limit", "1"))
+    assert not (run / "eval").exists()
