@@ -118,8 +118,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// such as the GIL); each produced chunk becomes one pool job that `consume`s it, so pool threads
 /// never wait for the producer (several callers can share the pool). When production is over the
 /// calling thread runs `release(wait)`: `release` must call `wait` (e.g. with the GIL released),
-/// which returns once every job is done. Serial (produce all, then consume all inside `release`)
-/// when parallelism is off or `n < 2`.
+/// which consumes what is left and returns once every chunk is done. When parallelism is off or
+/// `n < 2`, each chunk is produced, then consumed inside `release`, in turn.
 ///
 /// The first `produce` error stops the production and is returned; a panic in `consume` is
 /// resumed on the calling thread once every job has stopped.
@@ -128,7 +128,7 @@ pub fn overlapped<T, R, E>(
     n: usize,
     mut produce: impl FnMut(usize) -> Result<T, E>,
     consume: impl Fn(&T) -> R + Sync,
-    release: impl FnOnce(&(dyn Fn() + Sync)),
+    release: impl Fn(&(dyn Fn() + Sync)),
 ) -> Result<Vec<R>, E>
 where
     T: Send + Sync,
@@ -140,12 +140,17 @@ where
         None
     };
     let Some(pool) = pool else {
-        let chunks = (0..n).map(&mut produce).collect::<Result<Vec<T>, E>>()?;
-        let out = OnceLock::new();
-        release(&|| {
-            let _ = out.set(chunks.iter().map(&consume).collect::<Vec<R>>());
-        });
-        return Ok(out.into_inner().unwrap_or_default());
+        // Serial: each chunk is consumed right after it is produced (cache-hot, little memory).
+        let mut out = Vec::with_capacity(n);
+        for k in 0..n {
+            let t = produce(k)?;
+            let r = OnceLock::new();
+            release(&|| {
+                let _ = r.set(consume(&t));
+            });
+            out.push(r.into_inner().expect("`release` calls `wait`"));
+        }
+        return Ok(out);
     };
     POOL_USED.store(true, Ordering::Relaxed);
 
@@ -253,7 +258,13 @@ mod tests {
     fn run(n: usize, fail_at: Option<usize>) -> Result<Vec<usize>, usize> {
         overlapped(
             n,
-            |k| if Some(k) == fail_at { Err(k) } else { Ok(k * 10) },
+            |k| {
+                if Some(k) == fail_at {
+                    Err(k)
+                } else {
+                    Ok(k * 10)
+                }
+            },
             |&t| t + 1,
             |wait| wait(),
         )

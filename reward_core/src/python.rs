@@ -330,13 +330,23 @@ enum Text<'a> {
 
 /// `Text::Wide`'s UTF-8; None for a lone surrogate (UTF-8 cannot encode it, as CPython says).
 fn wide_to_utf8(w: &[u32]) -> Option<String> {
-    let mut out = Vec::with_capacity(w.len() + w.len() / 4);
-    for &c in w {
-        if c < 0x80 {
-            out.push(c as u8);
-        } else {
+    let mut out: Vec<u8> = Vec::with_capacity(w.len() + w.len() / 4 + 8);
+    let mut i = 0;
+    while i < w.len() {
+        // A run of ASCII (most of a math rollout): found 16 code points at a time, then narrowed
+        // in one vectorized pass.
+        let start = i;
+        while i + 16 <= w.len() && w[i..i + 16].iter().fold(0, |a, &c| a | c) < 0x80 {
+            i += 16;
+        }
+        while i < w.len() && w[i] < 0x80 {
+            i += 1;
+        }
+        out.extend(w[start..i].iter().map(|&c| c as u8));
+        if let Some(&c) = w.get(i) {
             let mut b = [0u8; 4];
             out.extend_from_slice(char::from_u32(c)?.encode_utf8(&mut b).as_bytes());
+            i += 1;
         }
     }
     // SAFETY: ASCII bytes and `char::encode_utf8` output only.
