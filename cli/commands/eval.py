@@ -133,13 +133,13 @@ def _with_prep(
         try:
             loaded = dp.load_hub(ds, split="test")
             label = loaded.source
-        except dp.HubUnavailable:
+        except GrpoError:  # hub unreachable, not cached, or no `datasets` package
             if name not in BUNDLED:
                 raise
             from cli.models import SAMPLES
 
             loaded = dp.read_file(SAMPLES / BUNDLED[name])
-            label = f"{name} (bundled test sample {BUNDLED[name]}; hub not reachable)"
+            label = f"{name} (bundled test sample {BUNDLED[name]}; hub not available)"
     schema = dp.detect_schema(loaded.records, label)
     parsed = dp.parse_records(loaded.records, schema)
     rows = [{"question": q, "answer": a} for q, a in zip(parsed.questions, parsed.answers, strict=False)]
