@@ -405,9 +405,12 @@ unsafe fn fast_contents<'a>(
 ) -> Option<Vec<Text<'a>>> {
     let mut texts = Vec::with_capacity(range.len());
     let mut items = [ptr::null_mut::<ffi::PyObject>(); BLOCK];
+    let mut strs = [ptr::null_mut::<ffi::PyObject>(); BLOCK];
     let mut start = range.start;
     while start < range.end {
         let len = BLOCK.min(range.end - start);
+        // In stages over a block, each prefetching what the next one reads: the items, their
+        // message dicts, the content strings (whose headers the UTF-8 / ASCII checks read).
         for (j, slot) in items[..len].iter_mut().enumerate() {
             let it = ffi::PyList_GetItem(list, (start + j) as ffi::Py_ssize_t);
             if it.is_null() {
@@ -419,29 +422,35 @@ unsafe fn fast_contents<'a>(
             *slot = it;
         }
         let mut ok = true;
-        for &it in &items[..len] {
-            if ok {
-                let c = if is_str(it) {
-                    ffi::Py_INCREF(it);
-                    it
-                } else {
-                    let m = message_of(it);
-                    if m.is_null() {
-                        ptr::null_mut()
-                    } else {
-                        content_in(m, key)
-                    }
-                };
-                if c.is_null() {
-                    ok = false;
-                } else {
-                    let c: Py<PyString> = Py::from_owned_ptr(py, c);
+        for (slot, &it) in strs.iter_mut().zip(&items[..len]) {
+            // A NEW reference to the message dict (or the str item itself) for now.
+            *slot = if is_str(it) {
+                ffi::Py_INCREF(it);
+                it
+            } else {
+                message_of(it)
+            };
+            prefetch(*slot);
+        }
+        for slot in &mut strs[..len] {
+            let m = *slot;
+            if !m.is_null() && !is_str(m) {
+                *slot = content_in(m, key); // NEW reference to the content, or NULL
+                prefetch(*slot);
+            }
+        }
+        for (&c, &it) in strs[..len].iter().zip(&items[..len]) {
+            if c.is_null() {
+                ok = false;
+            } else {
+                let c: Py<PyString> = Py::from_owned_ptr(py, c);
+                if ok {
                     match text_of(c.as_ptr(), isascii) {
                         Some(t) => texts.push(t),
                         None => ok = false,
                     }
-                    objs.push(c);
                 }
+                objs.push(c);
             }
             ffi::Py_DECREF(it);
         }
