@@ -155,28 +155,40 @@ def bench_mix(name: str, texts: list[str], answers: list[str], repeat: int, ref_
     rust = make_reward_funcs(backend="rust")[0]
     ref = make_reward_funcs(backend="python")[0]
     results: dict = {"mix": name, "n": len(texts), "mchars": sum(map(len, texts)) / 1e6}
-    checked = {}
-
+    outputs: dict[str, list] = {"rust": [], "rust_1t": [], "ref": []}
     per_call: list[list[float]] = []
+    totals: dict[str, list[float]] = {"rust": [], "rust_1t": [], "ref": []}
 
-    def run(funcs: list[Callable], parallel: bool, key: str) -> float:
+    def run(funcs: list[Callable], parallel: bool, key: str, sub: slice = slice(None)) -> None:
         os.environ["PY_REWARDS_PARALLEL"] = "1" if parallel else "0"
-        completions = as_messages(texts)
-        times, out = time_trl_calls(funcs, completions, answers)
-        checked[key] = out
-        if key == "rust":
-            per_call.append(times)
-        return sum(times)
+        completions = as_messages(texts[sub])
+        times, out = time_trl_calls(funcs, completions, answers[sub])
+        if sub == slice(None):
+            outputs[key].append(out)
+            totals[key].append(sum(times))
+            if key == "rust":
+                per_call.append(times)
 
-    results["rust"] = median_time(lambda: run(rust, True, "rust"), repeat)
+    # Warm-up (untimed): code paged in, the scoring pool started, the reference's regexes compiled.
+    warm = slice(0, 2048)
+    run(rust, True, "rust", warm)
+    run(rust, False, "rust_1t", warm)
+    run(ref, False, "ref", warm)
+    # Interleaved, so that a change in the machine's load hits every column alike.
+    for r in range(repeat):
+        run(rust, True, "rust")
+        run(rust, False, "rust_1t")
+        if r < ref_repeat:
+            run(ref, False, "ref")
+    os.environ.pop("PY_REWARDS_PARALLEL", None)
+    want = outputs["ref"][0]
+    for key, outs in outputs.items():
+        for k, out in enumerate(outs):
+            assert out == want, f"{name}: {key} run {k}: scores differ from the reference"
+    for key, ts in totals.items():
+        results[key] = statistics.median(ts)
     results["first_ms"] = 1000 * statistics.median(t[0] for t in per_call)
     results["cached_ms"] = 1000 * statistics.median(x for t in per_call for x in t[1:])
-    results["rust_1t"] = median_time(lambda: run(rust, False, "rust_1t"), repeat)
-    results["ref"] = median_time(lambda: run(ref, False, "ref"), ref_repeat)
-    os.environ.pop("PY_REWARDS_PARALLEL", None)
-    assert checked["rust"] == checked["ref"] == checked["rust_1t"], (
-        f"{name}: scores differ from the reference"
-    )
     return results
 
 
@@ -233,11 +245,15 @@ def render(mixes: list[dict], degenerate: list[dict], args: argparse.Namespace) 
         "# Reward benchmark: py_rewards (Rust core) vs the pure-Python reference",
         "",
         f"`{cmd}` — {py}, {os.cpu_count()} CPUs ({threads} scoring threads), {platform.machine()}.",
-        f"Medians of {args.repeat} runs (reference: {args.ref_repeat}). The four seed-000 rewards are called",
+        f"Medians of {args.repeat} runs (reference: {args.ref_repeat}), after an untimed warm-up; the runs of"
+        " py_rewards (all threads, 1 thread) and the reference are interleaved.",
+        "The four seed-000 rewards are called",
         "one by one as TRL calls them (chat-message completions, fresh str objects every run, GC paused",
         "while timing as in `timeit`); py_rewards",
         "scores all four in the first call and serves the other three from its batch cache. Every run's",
         "scores were checked equal to the reference's.",
+        f"Load average (1/5/15 min) {'/'.join(f'{x:.1f}' for x in args.load[0])} at the start, "
+        f"{'/'.join(f'{x:.1f}' for x in args.load[1])} at the end (other work shares the machine).",
         "",
         "| mix | rollouts | M chars | reference (s) | py_rewards, 1 thread (s) | py_rewards (s) "
         "| ratio, 1 thread | ratio | py_rewards first call / each cached call (ms) |",
@@ -276,11 +292,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--n", type=int, default=65_536, help="rollouts per mix")
-    parser.add_argument("--repeat", type=int, default=5, help="repetitions for py_rewards (median)")
+    parser.add_argument("--repeat", type=int, default=7, help="repetitions for py_rewards (median)")
     parser.add_argument("--ref-repeat", type=int, default=3, help="repetitions for the reference (median)")
     parser.add_argument("--no-write", action="store_true", help="print only, do not write bench/rewards.md")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()
     mixes = []
     for name, clean in [("realistic", False), ("clean (well-formed only)", True)]:
         texts, answers = make_rollouts(args.n, clean=clean)
@@ -288,6 +305,7 @@ def main() -> None:
         del texts, answers
         print(f"done: {name}", file=sys.stderr)
     degenerate = bench_degenerate(args.repeat)
+    args.load = (load_before, os.getloadavg())
     report = render(mixes, degenerate, args)
     print(report)
     if not args.no_write:
