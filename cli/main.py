@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from cli import __version__
+import cli
 from cli.commands import chat, doctor, export, grpo, prep, sft
 from cli.commands import eval as eval_cmd
 
@@ -27,7 +27,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"grpo {__version__}")
+        typer.echo(f"grpo {cli.__version__}")
         raise typer.Exit()
 
 
