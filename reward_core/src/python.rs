@@ -175,11 +175,22 @@ unsafe fn message_of(item: *mut ffi::PyObject) -> *mut ffi::PyObject {
     m
 }
 
+/// `m[key]`, borrowed, or NULL with no exception set (`PyDict_GetItem` without its cost of saving
+/// and restoring the exception state around every lookup).
+#[inline]
+unsafe fn dict_get(m: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    let c = ffi::PyDict_GetItemWithError(m, key);
+    if c.is_null() && !ffi::PyErr_Occurred().is_null() {
+        ffi::PyErr_Clear();
+    }
+    c
+}
+
 /// `m["content"]` if it is an exact `str`, as a NEW reference, else NULL (no exception set).
 /// Consumes the reference to `m`.
 #[inline]
 unsafe fn content_in(m: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    let c = ffi::PyDict_GetItem(m, key); // borrowed; errors are suppressed
+    let c = dict_get(m, key);
     let c = if !c.is_null() && is_str(c) {
         ffi::Py_INCREF(c);
         c
@@ -193,7 +204,7 @@ unsafe fn content_in(m: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi
 /// `m["content"]`'s address (borrowed; only compared, never read), consuming the reference to `m`.
 #[inline]
 unsafe fn content_addr_in(m: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    let c = ffi::PyDict_GetItem(m, key);
+    let c = dict_get(m, key);
     ffi::Py_DECREF(m);
     c
 }
