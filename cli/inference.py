@@ -89,12 +89,12 @@ def require_run(run: RunDir) -> None:
         )
 
 
-def run_config(run: RunDir) -> Any:
-    """The run's saved config (the model it was trained on, the format contract)."""
+def run_config(run: RunDir, config_file: Path | None = None) -> Any:
+    """The run's saved config (the model it was trained on, the format contract), + ``--config``."""
     from cli.rundir import resolve_config
 
     require_run(run)
-    return resolve_config(run)
+    return resolve_config(run, config_file=config_file)
 
 
 # ---- adapter checks (seed 003: "check that no saved tensor is entirely zero") -----------------

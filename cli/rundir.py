@@ -31,8 +31,19 @@ PRODUCER = {
 }
 
 VERSIONED_PACKAGES = (
-    "grpo", "torch", "transformers", "trl", "peft", "unsloth", "unsloth_zoo", "vllm", "datasets",
-    "accelerate", "bitsandbytes", "numpy", "llama_cpp_python",
+    "grpo",
+    "torch",
+    "transformers",
+    "trl",
+    "peft",
+    "unsloth",
+    "unsloth_zoo",
+    "vllm",
+    "datasets",
+    "accelerate",
+    "bitsandbytes",
+    "numpy",
+    "llama_cpp_python",
 )
 
 
@@ -259,3 +270,18 @@ def resolve_config(
         typer.echo(to_yaml(cfg), nl=False)
         raise typer.Exit(0)
     return cfg
+
+
+def dry_run_exit(run: RunDir, config_file: Path | None, command: str, options: Mapping[str, Any]) -> None:
+    """`--dry-run` of the commands without a config section of their own (export, chat, eval):
+    print the run's resolved config plus this command's options, then exit 0."""
+    import typer
+    import yaml
+
+    from cli.config import resolve, to_yaml
+
+    saved = run.saved_config() if run.path.is_dir() else None
+    cfg = resolve(saved=saved, config_file=config_file)
+    opts = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
+    typer.echo(to_yaml(cfg) + yaml.safe_dump({command: opts}, sort_keys=False), nl=False)
+    raise typer.Exit(0)

@@ -125,6 +125,17 @@ def test_flags_override_yaml_and_yaml_overrides_preset(runner, tmp_path):
     assert (cfg["lora"]["r"], cfg["lora"]["alpha"], cfg["format"]) == (64, 32, "seed001")
 
 
+@pytest.mark.parametrize("command", ["sft", "grpo", "export", "chat", "eval"])
+def test_every_stage_takes_config_and_dry_run(runner, tmp_path, command):
+    # --config applies to every command and --dry-run prints the resolved config without touching the run.
+    config = tmp_path / "c.yaml"
+    config.write_text("lora: {r: 8}\ngrpo: {gens: 6}\n")
+    run = tmp_path / "run"
+    cfg = dry_run(runner, command, "--config", str(config), "--run", str(run))
+    assert cfg["lora"]["r"] == 8 and cfg["grpo"]["gens"] == 6
+    assert not run.exists(), "--dry-run must not create the run directory"
+
+
 def test_model_flag_is_remembered(runner, tiny_run, shared_data):
     src = shared_data / "gsm8k" / "test.jsonl"
     result = runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",

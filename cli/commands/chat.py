@@ -19,8 +19,17 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import DEFAULT_RUN, GrpoError, RunOpt, console, err_console, handle_errors
-from cli.rundir import RunDir
+from cli.common import (
+    DEFAULT_RUN,
+    ConfigOpt,
+    DryRunOpt,
+    GrpoError,
+    RunOpt,
+    console,
+    err_console,
+    handle_errors,
+)
+from cli.rundir import RunDir, dry_run_exit
 
 SOURCES = ("lora", "merged", "gguf", "base")
 MODEL_PANEL = "Model"
@@ -107,14 +116,18 @@ def newest_gguf(run: RunDir, quant: str | None) -> Path:
 
 
 def build_engines(
-    run: RunDir, source: str | None, adapter: str | None, quant: str | None
+    run: RunDir,
+    source: str | None,
+    adapter: str | None,
+    quant: str | None,
+    config_file: Path | None = None,
 ) -> tuple[Engine, Any]:
     """The tuned engine and a factory for the base engine (for /compare)."""
     from cli import inference as inf
     from cli.models import resolve_model
 
     inf.require_run(run)
-    cfg = inf.run_config(run)
+    cfg = inf.run_config(run, config_file)
     spec = cfg.format_spec()
     source = (source or "lora").lower()
     if source not in SOURCES:
@@ -218,6 +231,8 @@ HELP = "commands: /compare [QUESTION]  /reset  /exit   (anything else is a quest
 @handle_errors
 def chat(
     run: RunOpt = DEFAULT_RUN,
+    config: ConfigOpt = None,
+    dry_run: DryRunOpt = False,
     source: Annotated[
         str | None,
         typer.Option(
@@ -258,7 +273,16 @@ def chat(
     if prompt is not None and not prompt.strip():
         raise GrpoError("--prompt is empty")
     rd = RunDir(run)
-    engine, base_factory = build_engines(rd, source, adapter, quant)
+    if dry_run:
+        opts = {
+            "source": source,
+            "adapter": adapter,
+            "quant": quant,
+            "prompt": prompt,
+            "max_new_tokens": max_new_tokens,
+        }
+        dry_run_exit(rd, config, "chat", opts)
+    engine, base_factory = build_engines(rd, source, adapter, quant, config)
     spec = engine.spec
 
     if prompt is not None:

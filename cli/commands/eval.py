@@ -26,8 +26,17 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import DEFAULT_RUN, GrpoError, RunOpt, console, err_console, handle_errors
-from cli.rundir import RunDir, atomic_dir
+from cli.common import (
+    DEFAULT_RUN,
+    ConfigOpt,
+    DryRunOpt,
+    GrpoError,
+    RunOpt,
+    console,
+    err_console,
+    handle_errors,
+)
+from cli.rundir import RunDir, atomic_dir, dry_run_exit
 
 DATA_PANEL = "Data"
 GEN_PANEL = "Generation"
@@ -234,6 +243,8 @@ LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grp
 @handle_errors
 def eval_(
     run: RunOpt = DEFAULT_RUN,
+    config: ConfigOpt = None,
+    dry_run: DryRunOpt = False,
     data: Annotated[
         str | None,
         typer.Option(
@@ -284,6 +295,9 @@ def eval_(
     from cli.models import resolve_model
 
     rd = RunDir(run)
+    if dry_run:
+        opts = {"data": data, "source": source, "limit": limit, "models": models}
+        dry_run_exit(rd, config, "eval", opts)
     inf.require_run(rd)
     wanted = [m.strip() for m in models.split(",") if m.strip()]
     bad = [m for m in wanted if m not in LABELS]
@@ -291,7 +305,7 @@ def eval_(
         raise GrpoError(
             f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} (choose base, sft, grpo)"
         )
-    cfg = inf.run_config(rd)
+    cfg = inf.run_config(rd, config)
     spec = cfg.format_spec()
     rows, data_label = load_rows(rd, data, source, limit)
     adapters = inf.available_adapters(rd)

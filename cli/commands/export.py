@@ -23,8 +23,17 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import DEFAULT_RUN, GrpoError, RunOpt, console, err_console, handle_errors
-from cli.rundir import RunDir, atomic_write_json
+from cli.common import (
+    DEFAULT_RUN,
+    ConfigOpt,
+    DryRunOpt,
+    GrpoError,
+    RunOpt,
+    console,
+    err_console,
+    handle_errors,
+)
+from cli.rundir import RunDir, atomic_write_json, dry_run_exit
 
 WHAT = "What to export"
 VERIFY = "Verification"
@@ -226,6 +235,8 @@ def _verify_gguf(ver: Verifier, path: Path) -> dict[str, Any]:
 @handle_errors
 def export(
     run: RunOpt = DEFAULT_RUN,
+    config: ConfigOpt = None,
+    dry_run: DryRunOpt = False,
     lora: Annotated[
         bool,
         typer.Option(
@@ -307,8 +318,19 @@ def export(
     if merged == "4bit":
         _check_4bit()
     rd = RunDir(run)
+    if dry_run:
+        opts = {
+            "lora": lora,
+            "merged": merged,
+            "gguf": list(types),
+            "source": source,
+            "out": out,
+            "verify": verify,
+            "verify_tokens": verify_tokens,
+        }
+        dry_run_exit(rd, config, "export", opts)
     inf.require_run(rd)
-    cfg = inf.run_config(rd)
+    cfg = inf.run_config(rd, config)
     spec = cfg.format_spec()
     stage, adapter = inf.pick_adapter(rd, source)
     zeros = inf.zero_tensors(inf.load_adapter_tensors(adapter))
