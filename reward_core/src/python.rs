@@ -1,10 +1,18 @@
 //! The thin PyO3 binding: `py_rewards._core`.
 //!
-//! Inputs are checked and borrowed here (the completions' `str` objects are read in place as UTF-8,
-//! no copy for ASCII/compact strings), then the GIL is released while the core scores the batch on
-//! the rayon pool. TRL calls each reward function separately with the same completions, so a
-//! `Scorer` keeps the last seed-000 batch (all four columns from one pass) keyed on the identity of
-//! the content and answer `str` objects, holding strong references so an id cannot be reused.
+//! Inputs are checked and borrowed here, then the core scores the batch with the GIL released.
+//! TRL calls each reward function separately with the same completions, so a `Scorer` keeps the
+//! last seed-000 batch (all four columns from one pass) keyed on the identity of the content and
+//! answer `str` objects, holding strong references so an id cannot be reused.
+//!
+//! On TRL's shapes (exact lists of `str` or of message lists of dicts) a first call walks the list
+//! with stable-ABI C calls, 16 items at a time in prefetching stages, in chunks: ASCII strings are
+//! read in place (CPython's UTF-8 is their data), other strings are copied as UCS-4 under the GIL
+//! and encoded to UTF-8 on the pool. While this thread reads chunk k+1 (GIL held), pool threads
+//! scan chunk k (GIL not needed), see `parallel::overlapped`. A cached call compares the content
+//! (and answer) objects by address, in the same staged walk. Anything else (other iterables, str
+//! subclasses, bad items, lone surrogates) takes the generic path, which scores it or raises the
+//! error.
 
 // The hot loops use CPython's stable-ABI C calls directly (borrowed references, pointer compares,
 // no per-item PyO3 downcasts): each `unsafe` block says which reference keeps what alive.
