@@ -180,66 +180,14 @@ def split_completion(spec: Any, text: str) -> tuple[str, str | None, str]:
 
 
 # ---- rewards -----------------------------------------------------------------------------------
-def _seed000_rewards(spec: Any) -> tuple[Callable[..., list[float]], Callable[..., list[float]]]:
-    """Seed 000's match_format_exactly / check_answer_accuracy over ``spec``'s tags.
-
-    Only used until ``py_rewards`` (Rust core or its pure-Python reference) is importable; same
-    semantics as seed 000 "Four-Tier Reward Definitions".
-    """
-    sc = spec.scores
-    fmt = re.compile(
-        rf"{re.escape(spec.reasoning_end)}.*?{re.escape(spec.solution_start)}(.+?)"
-        rf"{re.escape(spec.solution_end)}[\s]*$",
-        re.DOTALL,
-    )
-
-    def _text(c: Any) -> str:
-        return c if isinstance(c, str) else c[0]["content"]
-
-    def match_format_exactly(completions: list[Any], **_: Any) -> list[float]:
-        return [sc.exact if fmt.search(_text(c)) else 0.0 for c in completions]
-
-    def check_answer_accuracy(
-        prompts: list[Any], completions: list[Any], answer: list[str], **_: Any
-    ) -> list[float]:
-        out = []
-        for c, true in zip(completions, answer, strict=False):
-            m = fmt.search(_text(c))
-            if m is None:
-                out.append(sc.answer_missing)
-                continue
-            guess = m.group(1).strip()
-            if guess == true:
-                out.append(sc.answer_exact)
-            elif guess.strip() == true.strip():
-                out.append(sc.answer_strip)
-            else:
-                try:
-                    ratio = float(guess) / float(true)
-                    if 0.90 <= ratio <= 1.10:
-                        out.append(sc.answer_ratio_10)
-                    elif 0.80 <= ratio <= 1.20:
-                        out.append(sc.answer_ratio_20)
-                    else:
-                        out.append(sc.answer_wrong)
-                except Exception:  # noqa: BLE001 - seed 000 semantics
-                    out.append(sc.answer_unparsable)
-        return out
-
-    return match_format_exactly, check_answer_accuracy
-
-
 def reward_functions(spec: Any) -> tuple[Callable[..., list[float]], Callable[..., list[float]], str]:
     """(match_format_exactly, check_answer_accuracy, where-they-came-from), bound to ``spec``'s tags.
 
-    ``py_rewards.make_reward_funcs`` (Rust core, or its pure-Python reference backend); a local port of
-    seed 000 only when the package cannot be imported at all (e.g. an unbuilt source checkout).
+    ``py_rewards.make_reward_funcs`` (Rust core, or its pure-Python reference backend with
+    ``PY_REWARDS_BACKEND=python``) — the same functions training used.
     """
-    try:
-        from py_rewards import make_reward_funcs
-    except ImportError:
-        fmt, acc = _seed000_rewards(spec)
-        return fmt, acc, "cli.inference (seed 000 port; py_rewards not importable)"
+    from py_rewards import make_reward_funcs
+
     funcs, _ = make_reward_funcs(spec, ["match_format_exactly", "check_answer_accuracy"])
     return funcs[0], funcs[1], "py_rewards"
 
