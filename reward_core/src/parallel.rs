@@ -157,8 +157,8 @@ where
     let slots: Vec<OnceLock<T>> = (0..n).map(|_| OnceLock::new()).collect();
     let out: Vec<OnceLock<R>> = (0..n).map(|_| OnceLock::new()).collect();
     // At most `limit` pool threads consume while this thread produces (so the producer, the
-    // critical path, keeps a core); a job that finds them all busy leaves its chunk queued for
-    // them. Once production is over this thread consumes too.
+    // critical path, keeps a core). A consumer job is spawned only when fewer than `limit` are
+    // running, and it drains the queue: no job per chunk, no pool thread woken for nothing.
     let limit = pool.current_num_threads().saturating_sub(1).max(1);
     let queue = Mutex::new(Queue {
         pending: VecDeque::with_capacity(n),
@@ -181,41 +181,42 @@ where
         changed.notify_all();
     };
     let run = &run;
-    let job = || {
-        {
+    let job = || loop {
+        let next = {
             let mut q = lock(&queue);
-            if q.active >= limit {
-                return;
+            let next = q.pending.pop_front();
+            if next.is_none() {
+                q.active -= 1;
             }
-            q.active += 1;
-        }
-        loop {
-            let next = {
-                let mut q = lock(&queue);
-                let next = q.pending.pop_front();
-                if next.is_none() {
-                    q.active -= 1;
-                }
-                next
-            };
-            match next {
-                Some(k) => run(k),
-                None => return,
-            }
+            next
+        };
+        match next {
+            Some(k) => run(k),
+            None => return,
         }
     };
     let job = &job;
 
     let produced = pool.in_place_scope(|scope| {
-        let mut spawned = 0;
+        let mut produced = 0;
         let mut result = Ok(());
         for (k, slot) in slots.iter().enumerate() {
             match produce(k) {
                 Ok(t) => {
                     let _ = slot.set(t);
-                    lock(&queue).pending.push_back(k);
-                    scope.spawn(move |_| job());
-                    spawned += 1;
+                    produced += 1;
+                    let spawn = {
+                        let mut q = lock(&queue);
+                        q.pending.push_back(k);
+                        let spawn = q.active < limit;
+                        if spawn {
+                            q.active += 1;
+                        }
+                        spawn
+                    };
+                    if spawn {
+                        scope.spawn(move |_| job());
+                    }
                 }
                 Err(e) => {
                     result = Err(e);
@@ -232,8 +233,7 @@ where
                 }
             }
             let mut q = lock(&queue);
-            // Jobs that start from now on find the queue empty and return at once.
-            while q.done < spawned {
+            while q.done < produced {
                 q = changed
                     .wait(q)
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
