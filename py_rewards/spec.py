@@ -126,8 +126,14 @@ class FormatSpec:
         )
 
     def chat_template(self) -> str:
-        """Seed 000's Jinja chat template with this spec's system prompt and reasoning tag."""
+        """Seed 000's Jinja chat template with this spec's system prompt and reasoning tag.
+
+        It opens with the tokenizer's BOS when it has one (Gemma, Llama): TRL's GRPO and our
+        inference tokenize the rendered prompt without special tokens, so the template must
+        carry it. Tokenizers without BOS (Qwen) render seed 000's text byte for byte.
+        """
         return (
+            "{% if bos_token %}{{ bos_token }}{% endif %}"
             "{% if messages[0]['role'] == 'system' %}"
             "{{ messages[0]['content'] + eos_token }}"
             "{% set loop_messages = messages[1:] %}"

@@ -128,10 +128,16 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
             )
     conversations, columns = _sft_messages(df, spec)
     limit = cfg.max_seq_length // 2  # seed 000: keep examples up to half the context
+    # The template writes BOS as text; TRL tokenizes this plain text with special tokens, which
+    # adds BOS again where the tokenizer does (Gemma): drop the template's copy there.
+    bos = getattr(tokenizer, "bos_token", None)
+    strip_bos = bool(bos) and tokenizer("x")["input_ids"][:1] == [tokenizer.bos_token_id]
     texts: list[str] = []
     too_long = 0
     for messages in conversations:
         text = tokenizer.apply_chat_template(messages, tokenize=False)
+        if strip_bos and text.startswith(bos):
+            text = text[len(bos):]
         if _count_tokens(tokenizer, text) <= limit:
             texts.append(text)
             if cfg.sft.num_examples and len(texts) >= cfg.sft.num_examples:
