@@ -509,6 +509,18 @@ class GGUFModel:
             raise GrpoError(f"llama.cpp cannot load {self.path}: {_first_line(exc)}") from None
         self.eos = self.llm.token_eos()
 
+    @property
+    def bos_text(self) -> str | None:
+        """BOS as text when the GGUF asks for one (tokenizer.ggml.add_bos_token), else None.
+
+        The template writes BOS itself (``tokenize`` adds none), as the HF path does for Gemma.
+        """
+        meta = getattr(self.llm, "metadata", None) or {}
+        if str(meta.get("tokenizer.ggml.add_bos_token", "false")).lower() != "true":
+            return None
+        bos = self.llm.token_bos()
+        return self.detokenize([bos]) if bos is not None and bos >= 0 else None
+
     def tokenize(self, text: str) -> list[int]:
         # The prompt already carries its special tokens (the template writes them as text).
         return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
@@ -630,8 +642,17 @@ def fallback_rows(limit: int) -> list[dict[str, str]]:
     return rows
 
 
-def render_prompt(spec: Any, eos_token: str, question: str, history: Sequence[dict[str, str]] = ()) -> str:
-    """The contract's chat template rendered without an HF tokenizer (for GGUF models)."""
+def render_prompt(
+    spec: Any,
+    eos_token: str,
+    question: str,
+    history: Sequence[dict[str, str]] = (),
+    bos_token: str | None = None,
+) -> str:
+    """The contract's chat template rendered without an HF tokenizer (for GGUF models).
+
+    ``bos_token``: the BOS text when the model wants one (the template writes it first), else None.
+    """
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     messages = spec.messages(question)
@@ -639,5 +660,5 @@ def render_prompt(spec: Any, eos_token: str, question: str, history: Sequence[di
         messages = [messages[0], *history, messages[1]]
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(spec.chat_template()).render(
-        messages=messages, eos_token=eos_token, add_generation_prompt=True
+        messages=messages, eos_token=eos_token, bos_token=bos_token, add_generation_prompt=True
     )

@@ -92,7 +92,7 @@ class GGUFEngine(Engine):
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
         from cli.inference import render_prompt
 
-        return render_prompt(self.spec, self.eos_text, question, history)
+        return render_prompt(self.spec, self.eos_text, question, history, bos_token=self.gguf.bos_text)
 
     def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
         yield from self.gguf.stream(prompt, max_new_tokens)
