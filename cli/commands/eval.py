@@ -51,86 +51,13 @@ BUNDLED = {"gsm8k": "gsm8k_test.jsonl", "math": "math500.jsonl", "math500": "mat
 
 
 # ---- data --------------------------------------------------------------------------------------
-def _gold(row: dict[str, Any]) -> str | None:
-    for key in ("answer", "target", "ground_truth", "final_answer"):
-        value = row.get(key)
-        if isinstance(value, dict):
-            value = value.get("target") or value.get("ground_truth")
-        if value not in (None, ""):
-            text = str(value)
-            # GSM8K: the worked solution ends with "#### N".
-            return text.split("####")[-1].strip() if "####" in text else text.strip()
-    rm = row.get("reward_model")
-    if isinstance(rm, dict):
-        gt = rm.get("ground_truth")
-        if isinstance(gt, dict):
-            gt = gt.get("target")
-        if gt not in (None, ""):
-            return str(gt).strip()
-    return None
-
-
-def _question(row: dict[str, Any]) -> str | None:
-    for key in ("question", "problem", "prompt", "query"):
-        value = row.get(key)
-        if isinstance(value, (list, tuple)) and value and isinstance(value[-1], dict):
-            value = value[-1].get("content")  # chat-style prompt: the last (user) turn
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
-
-
-def read_local(path: Path, limit: int | None) -> list[dict[str, str]]:
-    """question/answer rows from a .jsonl, .json, .parquet or .csv file (GSM8K / MATH / DAPO shapes)."""
-    if not path.exists():
-        raise GrpoError(f"eval data file not found: {path}")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".jsonl":
-            raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        elif suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            raw = data if isinstance(data, list) else data.get("data", [])
-        elif suffix in (".parquet", ".csv"):
-            import pandas as pd
-
-            df = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
-            raw = df.to_dict(orient="records")
-        else:
-            raise GrpoError(
-                f"unsupported eval data format {suffix!r} for {path}: use .jsonl, .json, .parquet or .csv"
-            )
-    except GrpoError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - json/pyarrow raise many kinds
-        raise GrpoError(
-            f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        ) from None
-    rows = []
-    for item in raw:
-        if not isinstance(item, dict):
-            continue
-        q, a = _question(item), _gold(item)
-        if q is not None and a is not None:
-            rows.append({"question": q, "answer": a})
-        if limit is not None and len(rows) >= limit:
-            break
-    if not rows:
-        raise GrpoError(f"{path} has no usable rows (need a question/problem and an answer column)")
-    return rows
-
-
-def _with_prep(
-    name: str | None, source: Path | None, limit: int | None
-) -> tuple[list[dict[str, str]], str] | None:
-    """Rows through prep's loader and schema detection (cli/data_prep.py), or None when it is absent.
+def _with_prep(name: str | None, source: Path | None, limit: int | None) -> tuple[list[dict[str, str]], str]:
+    """Rows through prep's loader and schema detection (cli/data_prep.py).
 
     A hub name loads its *test* split; offline, the bundled test sample stands in.
     """
-    try:
-        from cli import data_prep as dp
-    except ImportError:
-        return None
+    from cli import data_prep as dp
+
     if source is not None:
         loaded = dp.read_file(source)
         label = str(source)
@@ -164,17 +91,7 @@ def load_rows(
     from cli.inference import eval_rows
 
     if source is not None or data is not None:
-        key = data.lower() if data else None
-        got = _with_prep(key, source, limit)
-        if got is not None:
-            return got
-        if source is not None:  # prep's loader is not there: the minimal local reader
-            return read_local(source, limit), str(source)
-        if key not in BUNDLED:
-            raise GrpoError(f"unknown --data {data!r}: choose gsm8k or math, or pass --source FILE")
-        from cli.models import SAMPLES
-
-        return read_local(SAMPLES / BUNDLED[key], limit), f"{key} (bundled sample {BUNDLED[key]})"
+        return _with_prep(data.lower() if data else None, source, limit)
     rows = eval_rows(run, limit)
     if not rows:
         raise GrpoError(
