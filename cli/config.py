@@ -53,6 +53,9 @@ class SFTConfig:
     warmup_steps: int = 5
     packing: bool = True
     num_examples: int = 59  # seed 000: ~59 format examples
+    # keep format examples up to this many tokens (whole chat); 0 = max_seq_length/2 as in seed 000.
+    # Short worked solutions teach a small model to close the tags before a generation budget runs out.
+    max_example_tokens: int = 0
     logging_steps: int = 5
     optim: str = "auto"  # adamw_8bit where bitsandbytes works, else adamw_torch
     weight_decay: float = 0.0
@@ -303,6 +306,8 @@ def validate(cfg: Config) -> None:
         raise GrpoError("prep.prompt_quantile must be in (0, 1]")
     if cfg.lora.r <= 0:
         raise GrpoError("lora.r must be positive")
+    if cfg.sft.max_example_tokens < 0:
+        raise GrpoError("sft.max_example_tokens must be 0 (max_seq_length/2) or positive")
     cfg.format_spec()  # raises on a bad format section
 
 

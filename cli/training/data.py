@@ -128,6 +128,8 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
             )
     conversations, columns = _sft_messages(df, spec)
     limit = cfg.max_seq_length // 2  # seed 000: keep examples up to half the context
+    if cfg.sft.max_example_tokens:
+        limit = min(limit, cfg.sft.max_example_tokens)
     # The template writes BOS as text; TRL tokenizes this plain text with special tokens, which
     # adds BOS again where the tokenizer does (Gemma): drop the template's copy there.
     bos = getattr(tokenizer, "bos_token", None)
@@ -146,7 +148,8 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
             too_long += 1
     if not texts:
         raise GrpoError(
-            f"no SFT example in {source} fits max_seq_length/2 = {limit} tokens: raise max_seq_length"
+            f"no SFT example in {source} fits {limit} tokens (max_seq_length/2, sft.max_example_tokens): "
+            "raise max_seq_length or sft.max_example_tokens"
         )
     info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
     return Dataset.from_list([{"text": t} for t in texts]), info
