@@ -102,6 +102,7 @@ class GRPOConfig:
     rewards: list[RewardSpec] = field(default_factory=_seed000_rewards)
     report_to: str = "none"  # tensorboard|wandb|swanlab|none
     vllm: str = "auto"  # auto|on|off: colocated vLLM through Unsloth's fast_inference
+    vllm_server: str = ""  # HOST:PORT of a `trl vllm-serve` (grpo serve) server: TRL's server mode
     gpu_memory_utilization: float = 0.6
     max_grad_norm: float = 1.0
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 import cli
-from cli.commands import chat, doctor, export, grpo, prep, sft
+from cli.commands import chat, doctor, export, grpo, prep, serve, sft
 from cli.commands import eval as eval_cmd
 
 app = typer.Typer(
@@ -47,6 +47,7 @@ app.command("grpo", help=grpo.__doc__)(grpo.grpo)
 app.command("export", help=export.__doc__)(export.export)
 app.command("chat", help=chat.__doc__)(chat.chat)
 app.command("eval", help=eval_cmd.__doc__)(eval_cmd.eval_)
+app.command("serve", help=serve.__doc__)(serve.serve)
 app.command("doctor", help=doctor.__doc__)(doctor.doctor)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
+from cli.distributed import is_main as _is_main
 
 # Which command makes each artifact: used to tell the user what to run first.
 PRODUCER = {
@@ -197,6 +198,8 @@ class RunDir:
     def save_config(self, cfg: Any) -> None:
         from cli.config import to_yaml
 
+        if not _is_main():
+            return
         self.ensure()
         atomic_write_text(self.config_path, to_yaml(cfg))
 
@@ -212,7 +215,9 @@ class RunDir:
             ) from None
 
     def record_stage(self, stage: str, info: Mapping[str, Any]) -> None:
-        """Merge ``info`` into ``manifest.json['stages'][stage]`` (atomically)."""
+        """Merge ``info`` into ``manifest.json['stages'][stage]`` (atomically); rank 0 only."""
+        if not _is_main():
+            return
         self.ensure()
         data = self.manifest()
         stages = data.setdefault("stages", {})
@@ -244,7 +249,10 @@ class RunDir:
         self.record_stage(name, record)
 
     def log_metrics(self, row: Mapping[str, Any]) -> None:
-        """Append one JSON line to ``logs/metrics.jsonl`` (a single write: lines never interleave)."""
+        """Append one JSON line to ``logs/metrics.jsonl`` (a single write: lines never interleave);
+        rank 0 only under `grpo grpo --gpus N`."""
+        if not _is_main():
+            return
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         line = json.dumps(dict(row), default=float) + "\n"
         with open(self.metrics_path, "a", encoding="utf-8") as fh:

@@ -6,6 +6,10 @@ Scores --gens completions per prompt with grpo.rewards (py_rewards names or dott
 
 Writes <run>/grpo/adapter and checkpoints under <run>/grpo/checkpoints; Ctrl-C saves one, --resume continues.
 
+Several GPUs: --gpus N (and --num-nodes, --deepspeed zero2|zero3, --fsdp) relaunches this command
+under `accelerate launch` with a config written to <run>/grpo/accelerate.yaml (hf backend); rollouts
+can come from TRL's vLLM server (--vllm-server HOST:PORT, started with `grpo serve`).
+
 Example: grpo grpo --gens 4 --max-steps 100
 """
 
@@ -15,6 +19,7 @@ from typing import Annotated
 
 import typer
 
+from cli import distributed
 from cli.commands.sft import check_model_unchanged
 from cli.common import (
     DEFAULT_RUN,
@@ -28,11 +33,13 @@ from cli.common import (
     err_console,
     handle_errors,
 )
+from cli.distributed import Plan
 from cli.rundir import RunDir, resolve_config
 
 TRAIN = "Training"
 SAMPLING = "Sampling"
 LOG = "Checkpoints and logging"
+SCALE = "Several GPUs"
 
 
 @handle_errors
@@ -152,6 +159,66 @@ def grpo(
         str | None,
         typer.Option("--report-to", help="tensorboard, wandb, swanlab or none.", rich_help_panel=LOG),
     ] = None,
+    gpus: Annotated[
+        int,
+        typer.Option(
+            "--gpus",
+            min=1,
+            help="Processes on this node, one per GPU: >1 relaunches under `accelerate launch` (hf backend).",
+            rich_help_panel=SCALE,
+        ),
+    ] = 1,
+    num_nodes: Annotated[
+        int,
+        typer.Option(
+            "--num-nodes",
+            min=1,
+            help="Machines taking part (run the command on each).",
+            rich_help_panel=SCALE,
+        ),
+    ] = 1,
+    node_rank: Annotated[
+        int,
+        typer.Option(
+            "--node-rank", min=0, help="This machine's index, 0..num-nodes-1.", rich_help_panel=SCALE
+        ),
+    ] = 0,
+    main_address: Annotated[
+        str | None,
+        typer.Option(
+            "--main-address", help="HOST:PORT of node 0 (with --num-nodes > 1).", rich_help_panel=SCALE
+        ),
+    ] = None,
+    deepspeed: Annotated[
+        str | None,
+        typer.Option(
+            "--deepspeed",
+            help="Shard with DeepSpeed: zero2 or zero3 (needs deepspeed).",
+            rich_help_panel=SCALE,
+        ),
+    ] = None,
+    fsdp: Annotated[
+        bool,
+        typer.Option(
+            "--fsdp", help="Shard with PyTorch FSDP2 instead of plain data parallel.", rich_help_panel=SCALE
+        ),
+    ] = False,
+    cpu: Annotated[
+        bool,
+        typer.Option(
+            "--cpu",
+            help="Run the --gpus N processes on the CPU over gloo (tests the path).",
+            rich_help_panel=SCALE,
+        ),
+    ] = False,
+    vllm_server: Annotated[
+        str | None,
+        typer.Option(
+            "--vllm-server",
+            help="HOST:PORT of a TRL vLLM server (`grpo serve`): rollouts come from it (TRL server mode).",
+            rich_help_panel=SCALE,
+        ),
+    ] = None,
 ) -> None:
     rd = RunDir(run)
     check_model_unchanged(rd, model)
@@ -176,17 +243,16 @@ def grpo(
             "grpo.rewards": rewards,
             "grpo.save_steps": save_steps,
             "grpo.report_to": report_to,
+            "grpo.vllm_server": vllm_server,
         },
         dry_run=dry_run,
     )
     g = cfg.grpo
+    plan = Plan(gpus, num_nodes, node_rank, main_address, deepspeed, fsdp, cpu)
+    child = distributed.launched()
     # Cheap checks first: a bad flag fails in a second, before any model is loaded.
     batch = g.batch_size or g.gens
-    if batch % g.gens:
-        raise GrpoError(
-            f"--batch-size {batch} is not a multiple of --gens {g.gens}: TRL scores whole groups per device "
-            f"batch; use --batch-size {g.gens * max(1, batch // g.gens)} or leave it unset (= --gens)"
-        )
+    distributed.check_batch(batch, g.gens, distributed.world_size() if child else plan.world, g.grad_accum)
     if g.scale_rewards not in ("group", "batch", "none"):
         raise GrpoError(f"--scale-rewards must be group, batch or none, not {g.scale_rewards!r}")
     from cli.training import backends
@@ -197,8 +263,19 @@ def grpo(
     adapter = rd.sft_dir / "adapter"
     adapter = adapter if (adapter / "adapter_config.json").exists() else None
     uses_dora = backends.adapter_settings(adapter)["dora"] if adapter else cfg.lora.dora
+    url = distributed.server_url(g.vllm_server) if g.vllm_server else None
+    if plan.wanted and not child:
+        distributed.check_plan(plan)
+    if url:
+        if not child:  # the parent checked it a moment ago
+            distributed.check_vllm_server(url)
+        distributed.require_vllm("--vllm-server")
     chosen = backends.choose_backend(cfg.backend)
-    if uses_dora and g.vllm != "off" and (g.vllm == "on" or backends.decide_vllm("auto")):
+    if plan.wanted or url:
+        chosen = _scale_out_backend(cfg.backend, chosen, plan)
+    if uses_dora and (
+        g.vllm_server or (g.vllm != "off" and (g.vllm == "on" or backends.decide_vllm("auto")))
+    ):
         if not allow_dora_merge:
             raise GrpoError(
                 "DoRA adapters cannot be served by vLLM: use --no-dora (on a fresh run), --vllm off "
@@ -211,7 +288,7 @@ def grpo(
                 "the adapter before each weight sync); Unsloth's vLLM path serves LoRA only"
             )
             chosen = "hf"
-    use_vllm = backends.decide_vllm(g.vllm)
+    use_vllm = bool(g.vllm_server) or backends.decide_vllm(g.vllm)
     checkpoint = None
     if resume:
         checkpoint = latest_checkpoint(rd.grpo_dir / "checkpoints")
@@ -227,9 +304,13 @@ def grpo(
             "(`grpo sft` first teaches the format, so rewards vary from the first steps)"
         )
     rd.save_config(cfg)
+    if plan.wanted and not child:
+        _relaunch(rd, cfg, plan)
+        return
     from cli.training.stages import run_grpo
 
-    with rd.stage("grpo", cfg, backend=chosen) as info:
+    scale = {"distributed": plan.describe()} if child else {}
+    with rd.stage("grpo", cfg, backend=chosen, **scale) as info:
         info.update(
             run_grpo(
                 cfg,
@@ -240,4 +321,43 @@ def grpo(
                 resume=checkpoint,
                 adapter=adapter,
             )
+        )
+
+
+def _scale_out_backend(requested: str, chosen: str, plan: Plan) -> str:
+    """Several processes and TRL's vLLM server run under the hf backend (Unsloth trains on one GPU)."""
+    what = (
+        "--vllm-server"
+        if not plan.wanted
+        else f"--gpus {plan.gpus}"
+        if plan.world > 1
+        else (f"--deepspeed {plan.deepspeed}" if plan.deepspeed else "--fsdp")
+    )
+    if chosen == "hf":
+        return chosen
+    if requested == "unsloth":
+        raise GrpoError(f"{what}: the unsloth backend trains on one GPU; use --backend hf (accelerate + TRL)")
+    if not distributed.launched():
+        err_console.print(
+            f"[yellow]note:[/] {what}: using the hf backend (accelerate + TRL; Unsloth trains on one GPU)"
+        )
+    return "hf"
+
+
+def _relaunch(rd: RunDir, cfg: object, plan: Plan) -> None:
+    """Start this same command under `accelerate launch` with a generated config; exit with its code."""
+    dtype = str(getattr(cfg, "dtype", "auto"))
+    precision = "fp16" if dtype in ("float16", "fp16") else "no" if dtype in ("float32", "fp32") else "bf16"
+    path = distributed.write_config(rd.grpo_dir / "accelerate.yaml", plan, precision)
+    argv = distributed.command_argv()
+    err_console.print(
+        f"grpo: {plan.world} processes ({plan.mode}, {plan.num_nodes} node(s)) via accelerate launch "
+        f"--config_file {path}",
+        soft_wrap=True,
+    )
+    code = distributed.launch(path, plan, argv)
+    if code != 0:
+        raise GrpoError(
+            f"the {plan.world}-process run stopped with exit code {code} (the ranks' messages are above)",
+            code=code if 0 < code < 256 else 1,
         )

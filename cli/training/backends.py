@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
+from cli.distributed import barrier, is_main, local_rank, world_size
 from cli.rundir import RunDir, atomic_dir
 from cli.training.console import err_console
 
@@ -188,6 +189,10 @@ def optimizer_name(requested: str) -> str:
     """``auto``: 8-bit AdamW (seed 000) where bitsandbytes works, i.e. on CUDA; else plain AdamW."""
     if requested != "auto":
         return requested
+    if _sharded():
+        # bitsandbytes' 8-bit update cannot take FSDP2's DTensor shards (measured on 2 H200s:
+        # "got mixed torch.Tensor and DTensor"), and ZeRO partitions the states itself.
+        return "adamw_torch"
     if cuda_available() and importlib.util.find_spec("bitsandbytes") is not None:
         return "adamw_8bit"
     return "adamw_torch"
@@ -316,8 +321,9 @@ def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     except OSError as exc:
         raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
-    if torch.cuda.is_available():
-        model = model.to("cuda")
+    if torch.cuda.is_available() and not _sharded():
+        # One GPU per rank under `grpo grpo --gpus N` (DeepSpeed / FSDP place the shards themselves).
+        model = model.to(f"cuda:{local_rank()}")
     model.config.use_cache = False
     peft_cfg = LoraConfig(
         r=lora["r"],
@@ -338,6 +344,13 @@ def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def _sharded() -> bool:
+    """Launched under DeepSpeed ZeRO or FSDP (accelerate sets these for the ranks)?"""
+    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" or (
+        os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+    )
+
+
 def load_adapter_weights(model: Any, adapter: Path) -> None:
     """Load a saved LoRA's weights into the freshly attached LoRA of the same shape."""
     from peft import set_peft_model_state_dict
@@ -356,11 +369,30 @@ def load_adapter_weights(model: Any, adapter: Path) -> None:
         )
 
 
-def save_adapter(model: Any, tokenizer: Any, dest: Path) -> Path:
-    """LoRA adapter + tokenizer, written to a temp folder and renamed into place."""
+def save_adapter(model: Any, tokenizer: Any, dest: Path, state_dict: dict[str, Any] | None = None) -> Path:
+    """LoRA adapter + tokenizer, written to a temp folder and renamed into place (rank 0 only)."""
+    if not is_main():
+        return dest
     with atomic_dir(dest) as tmp:
-        model.save_pretrained(str(tmp))
+        if state_dict is None:
+            model.save_pretrained(str(tmp))
+        else:
+            model.save_pretrained(str(tmp), state_dict=state_dict)
         tokenizer.save_pretrained(str(tmp))
+    return dest
+
+
+def save_trained_adapter(trainer: Any, model: Any, tokenizer: Any, dest: Path) -> Path:
+    """The final adapter of a stage, from one or several processes.
+
+    Under DDP every rank holds the whole LoRA: rank 0 saves it. Under DeepSpeed ZeRO-3 / FSDP the
+    weights are sharded: every rank takes part in gathering them, rank 0 writes.
+    """
+    state = None
+    if world_size() > 1 and _sharded():
+        state = trainer.accelerator.get_state_dict(trainer.model_wrapped)
+    save_adapter(model, tokenizer, dest, state_dict=state)
+    barrier()
     return dest
 
 

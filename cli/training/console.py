@@ -4,5 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+from cli.distributed import is_main
+
+# Under `grpo grpo --gpus N` only global rank 0 talks; the other ranks train silently.
+_quiet = not is_main()
+console = Console(highlight=False, soft_wrap=True, quiet=_quiet)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, quiet=_quiet)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
@@ -127,10 +130,37 @@ def wrap_rewards(
     ]
 
 
+def _batch_dumper() -> Callable[[str, Any, Any, list[float | None]], None] | None:
+    """``GRPO_REWARD_LOG=DIR``: append every scored batch (prompts, completions, answers, scores) to
+    ``DIR/rank<R>.jsonl`` — to audit a reward, or to check that each rank's scores equal a
+    single-process scoring of the same completions."""
+    folder = os.environ.get("GRPO_REWARD_LOG")
+    if not folder:
+        return None
+    from cli.distributed import rank
+
+    path = Path(folder) / f"rank{rank()}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def dump(name: str, args: Any, kwargs: Any, scores: list[float | None]) -> None:
+        batch = dict(kwargs)
+        for key, value in zip(("prompts", "completions"), args, strict=False):
+            batch[key] = value
+        row = {"reward": name, "scores": scores}
+        for key in ("prompts", "completions", "answer"):
+            if key in batch:
+                row[key] = batch[key]
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, default=str) + "\n")
+
+    return dump
+
+
 def _timed(
     reward: Reward, tracker: RewardTracker, counts_format: bool, watcher: Callable[..., Any] | None = None
 ) -> Callable[..., list[float]]:
     fn = reward.func
+    dump = _batch_dumper()
 
     @functools.wraps(fn)
     def scored(*args: Any, **kwargs: Any) -> list[float | None]:
@@ -149,6 +179,8 @@ def _timed(
         finally:
             tracker.seconds += time.perf_counter() - start
         scores = [None if s is None else float(s) for s in raw]
+        if dump is not None:
+            dump(reward.name, args, kwargs, scores)
         if counts_format:
             tracker.count_format(scores)
         elif watcher is not None:

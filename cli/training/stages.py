@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from cli.common import GrpoError
+from cli.distributed import any_rank, world_size
 from cli.rundir import RunDir
 from cli.training import backends
 from cli.training.console import console, err_console
@@ -61,7 +62,7 @@ def _train(
         backends.save_adapter(model, tokenizer, dest)
         err_console.print(f"interrupted at step {step}: adapter saved to {dest}")
         raise typer.Exit(130) from None
-    if interrupt.requested:
+    if any_rank(interrupt.requested):  # every rank stopped at the same step (see live.py)
         step = int(trainer.state.global_step)
         saved = ckpt_dir / f"checkpoint-{step}"
         if not saved.exists():
@@ -87,6 +88,10 @@ def _common_args(
         "save_steps": save_steps if save_steps > 0 else 500,
         "seed": cfg.seed,
         "disable_tqdm": True,
+        # Without a GPU say so: under `--gpus N --cpu` this makes the ranks gloo CPU processes.
+        **({} if backends.cuda_available() else {"use_cpu": True}),
+        # LoRA leaves the base weights frozen: DDP must not wait for their (absent) gradients.
+        **({"ddp_find_unused_parameters": False} if world_size() > 1 else {}),
         **backends.precision_args(model),
         **backends.checkpointing_args(backend, cfg),
     }
@@ -154,7 +159,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
         resume_hint="re-run `grpo sft` to train again",
     )
     train_s = time.perf_counter() - t0
-    dest = backends.save_adapter(model, tokenizer, run.sft_dir / "adapter")
+    dest = backends.save_trained_adapter(trainer, model, tokenizer, run.sft_dir / "adapter")
     n = int(trainer.state.global_step)
     summary = {
         "backend": backend,
@@ -219,7 +224,9 @@ def run_grpo(
     tracker = RewardTracker()
     funcs = wrap_rewards(rewards, tracker, cfg.format_spec())
     vllm_args: dict[str, Any] = {}
-    if use_vllm:
+    if g.vllm_server:
+        vllm_args = _vllm_server_args(cfg, tokenizer)
+    elif use_vllm:
         vllm_args = _vllm_args(cfg, tokenizer, backend)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -250,8 +257,8 @@ def run_grpo(
     start = f"checkpoint {resume.name}" if resume else ("SFT adapter" if adapter else "fresh LoRA")
     console.print(
         f"grpo: {data_info['prompts']} prompts (≤ {max_prompt} tokens) │ backend {backend}"
-        f"{' + vLLM' if use_vllm else ''} │ G={g.gens} batch {batch} │ completions ≤ {max_completion} "
-        f"tokens │ lr {g.learning_rate:g} │ start: {start} │ rewards "
+        f"{vllm_note(g, use_vllm)}{world_note(batch)} │ G={g.gens} batch {batch} │ "
+        f"completions ≤ {max_completion} tokens │ lr {g.learning_rate:g} │ start: {start} │ rewards "
         f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
         soft_wrap=True,
     )
@@ -291,7 +298,7 @@ def run_grpo(
         resume_hint=f"continue with `grpo grpo --resume --run {run.path}`",
     )
     train_s = time.perf_counter() - t0
-    dest = backends.save_adapter(model, tokenizer, run.grpo_dir / "adapter")
+    dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")
     n = int(trainer.state.global_step) - start_step
     times = live.step_times
     typical = live.typical_step()
@@ -299,6 +306,10 @@ def run_grpo(
     summary = {
         "backend": backend,
         "vllm": use_vllm,
+        "vllm_server": g.vllm_server or None,
+        "world_size": world_size(),
+        "global_batch": batch * world_size() * g.grad_accum,
+        "samples_per_second": round(batch * world_size() * g.grad_accum / typical, 3) if typical else None,
         "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
         "steps": n,
         "global_step": int(trainer.state.global_step),
@@ -326,6 +337,31 @@ def run_grpo(
         f"{peak} → adapter {dest}"
     )
     return summary
+
+
+def vllm_note(g: Any, use_vllm: bool) -> str:
+    if g.vllm_server:
+        return f" + vLLM server {g.vllm_server}"
+    return " + vLLM" if use_vllm else ""
+
+
+def world_note(batch: int) -> str:
+    n = world_size()
+    return f" │ {n} processes (global batch {batch * n})" if n > 1 else ""
+
+
+def _vllm_server_args(cfg: Any, tokenizer: Any) -> dict[str, Any]:
+    """TRL's server mode: rollouts from a `trl vllm-serve` process (started by `grpo serve`), which
+    receives the LoRA-merged weights over NCCL after every optimizer step."""
+    from cli.distributed import server_url
+
+    stops = cfg.format_spec().stop_strings(tokenizer.eos_token)
+    return {
+        "use_vllm": True,
+        "vllm_mode": "server",
+        "vllm_server_base_url": server_url(cfg.grpo.vllm_server),
+        "generation_kwargs": {"stop": stops, "include_stop_str_in_output": True},
+    }
 
 
 def _vllm_args(cfg: Any, tokenizer: Any, backend: str) -> dict[str, Any]:

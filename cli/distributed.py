@@ -1,0 +1,378 @@
+"""Scale-out: `grpo grpo --gpus N` relaunches itself under `accelerate launch`.
+
+No home-made distribution: the parent process resolves and checks everything cheap (flags, rewards,
+data, GPUs, DeepSpeed, the vLLM server), writes ``<run>/grpo/accelerate.yaml`` — the same shapes as
+TRL's ``accelerate_configs`` (multi_gpu, zero2, zero3, fsdp2) — and runs
+
+    python -m accelerate.commands.launch --config_file <run>/grpo/accelerate.yaml -m cli grpo <same args>
+
+with ``GRPO_LAUNCHED=1`` so the children train instead of relaunching. Each rank generates and scores
+its own share of the completions on its own CPU (the Rust reward core: per-completion scores, so the
+split changes nothing); TRL gathers the rewards to compute group advantages. Only rank 0 writes to
+the run directory (config, manifest, metrics, adapters); the trainer's checkpoints are written by
+transformers, rank-aware.
+
+``--cpu`` runs the N processes on the CPU over gloo (accelerate starts them through torchrun from a
+MULTI_GPU config, and the trainer's ``use_cpu`` makes them gloo ranks): the distributed path tested
+on machines without GPUs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cli.common import GrpoError
+
+LAUNCHED_ENV = "GRPO_LAUNCHED"
+DEEPSPEED_STAGES = ("zero2", "zero3")
+DEFAULT_PORT = 29500
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def rank() -> int:
+    return _env_int("RANK", 0)
+
+
+def local_rank() -> int:
+    return _env_int("LOCAL_RANK", 0)
+
+
+def world_size() -> int:
+    return _env_int("WORLD_SIZE", 1)
+
+
+def is_main() -> bool:
+    """True in a single process and on global rank 0: the only process that writes the run dir."""
+    return rank() == 0
+
+
+def launched() -> bool:
+    return os.environ.get(LAUNCHED_ENV) == "1"
+
+
+@dataclass
+class Plan:
+    """How `grpo grpo` spreads over processes (the launcher flags)."""
+
+    gpus: int = 1  # processes on this node, one per GPU (with cpu: CPU processes)
+    num_nodes: int = 1
+    node_rank: int = 0
+    main_address: str | None = None  # HOST:PORT of node 0 (several nodes)
+    deepspeed: str | None = None  # zero2 | zero3
+    fsdp: bool = False
+    cpu: bool = False
+
+    @property
+    def world(self) -> int:
+        return self.gpus * self.num_nodes
+
+    @property
+    def wanted(self) -> bool:
+        """Does this plan need `accelerate launch` at all?"""
+        return self.world > 1 or bool(self.deepspeed) or self.fsdp
+
+    @property
+    def mode(self) -> str:
+        if self.deepspeed:
+            return self.deepspeed
+        if self.fsdp:
+            return "fsdp"
+        return "cpu-gloo" if self.cpu else "ddp"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "world_size": self.world,
+            "processes_per_node": self.gpus,
+            "num_nodes": self.num_nodes,
+            "node_rank": self.node_rank,
+        }
+
+
+def parse_host_port(text: str, flag: str, default_port: int | None = None) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``http://HOST:PORT``) → (host, port), with a clear error otherwise."""
+    raw = text.strip()
+    for prefix in ("http://", "https://"):
+        if raw.startswith(prefix):
+            raw = raw[len(prefix) :]
+    raw = raw.rstrip("/")
+    host, sep, port_text = raw.rpartition(":")
+    if not sep:
+        host, port_text = raw, ""
+    if not host:
+        raise GrpoError(f"{flag} {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000")
+    if not port_text:
+        if default_port is None:
+            raise GrpoError(f"{flag} {text!r}: expected HOST:PORT, e.g. {host}:8000")
+        return host, default_port
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise GrpoError(f"{flag} {text!r}: the port {port_text!r} is not a number") from None
+    if not 0 < port < 65536:
+        raise GrpoError(f"{flag} {text!r}: port {port} is out of range (1-65535)")
+    return host, port
+
+
+def server_url(text: str) -> str:
+    host, port = parse_host_port(text, "--vllm-server")
+    return f"http://{host}:{port}"
+
+
+def check_vllm_server(url: str, timeout: float = 5.0) -> None:
+    """The TRL vLLM server answers ``GET /health`` with 200 once its engine is up."""
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as resp:  # noqa: S310 - http(s) only
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise GrpoError(
+            f"vLLM server {url} is not reachable ({reason}): start it with `grpo serve` "
+            "(or `trl vllm-serve --model ...`) and wait for 'Application startup complete'"
+        ) from None
+    if status != 200:
+        raise GrpoError(
+            f"vLLM server {url} answered /health with HTTP {status}: is it a `trl vllm-serve` server, "
+            "and has it finished loading?"
+        )
+
+
+def require_vllm(flag: str) -> None:
+    if importlib.util.find_spec("vllm") is None:
+        raise GrpoError(
+            f"{flag}: vLLM is not installed here (TRL's client syncs the weights to the server through "
+            "vLLM's NCCL group, so the trainer needs it too): pip install 'grpo[vllm]'"
+        )
+
+
+def suggest_batch(gens: int, world: int) -> int:
+    """The smallest per-device batch whose global batch (× world) holds whole groups of ``gens``."""
+    return gens // math.gcd(gens, world)
+
+
+def check_batch(batch: int, gens: int, world: int, grad_accum: int = 1) -> None:
+    """TRL scores whole groups: the completions of one generation round (per-device batch × world ×
+    gradient accumulation) must be a multiple of the group size."""
+    total = batch * world * grad_accum
+    if total % gens:
+        if world == 1:
+            raise GrpoError(
+                f"--batch-size {batch} is not a multiple of --gens {gens}: TRL scores whole groups per "
+                f"device batch; use --batch-size {gens * max(1, batch // gens)} or leave it unset (= --gens)"
+            )
+        good = suggest_batch(gens, world)
+        raise GrpoError(
+            f"world size {world} × --batch-size {batch}"
+            f"{f' × grad-accum {grad_accum}' if grad_accum > 1 else ''} = {total} completions per step "
+            f"is not a multiple of --gens {gens}: TRL needs whole groups across the {world} processes; "
+            f"use --batch-size {good} (or a multiple of it)"
+        )
+
+
+def check_plan(plan: Plan) -> None:
+    """Everything about the launcher flags that can be checked before any process starts."""
+    if plan.deepspeed and plan.deepspeed not in DEEPSPEED_STAGES:
+        raise GrpoError(f"--deepspeed {plan.deepspeed!r}: choose zero2 or zero3")
+    if plan.deepspeed and plan.fsdp:
+        raise GrpoError("--deepspeed and --fsdp both shard the model: choose one")
+    if plan.cpu and (plan.deepspeed or plan.fsdp):
+        raise GrpoError("--cpu runs plain data parallel over gloo; --deepspeed/--fsdp need GPUs")
+    if plan.num_nodes < 1 or plan.gpus < 1:
+        raise GrpoError("--gpus and --num-nodes must be at least 1")
+    if not 0 <= plan.node_rank < plan.num_nodes:
+        raise GrpoError(f"--node-rank {plan.node_rank} is outside 0..{plan.num_nodes - 1} (--num-nodes)")
+    if plan.num_nodes > 1 and not plan.main_address:
+        raise GrpoError(
+            f"--num-nodes {plan.num_nodes} needs --main-address HOST:PORT (node 0's address, the same on "
+            "every node) and --node-rank on each node"
+        )
+    if plan.main_address:
+        parse_host_port(plan.main_address, "--main-address", DEFAULT_PORT)
+    if plan.deepspeed and importlib.util.find_spec("deepspeed") is None:
+        raise GrpoError(
+            f"--deepspeed {plan.deepspeed}: DeepSpeed is not installed: pip install 'grpo[deepspeed]'"
+        )
+    if importlib.util.find_spec("accelerate") is None:
+        raise GrpoError("--gpus needs accelerate: pip install accelerate")
+    if not plan.cpu:
+        import torch
+
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if have == 0:
+            raise GrpoError(
+                f"--gpus {plan.gpus}: no CUDA GPU is visible here (add --cpu to run {plan.gpus} CPU "
+                "processes over gloo, e.g. to try the distributed path)"
+            )
+        if have < plan.gpus:
+            raise GrpoError(
+                f"--gpus {plan.gpus}: only {have} CUDA GPU(s) visible here (CUDA_VISIBLE_DEVICES="
+                f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})"
+            )
+
+
+def accelerate_config(plan: Plan, mixed_precision: str = "bf16") -> dict[str, Any]:
+    """An accelerate config of the same shape as TRL's examples (multi_gpu / zero2 / zero3 / fsdp2)."""
+    cfg: dict[str, Any] = {
+        "compute_environment": "LOCAL_MACHINE",
+        "debug": False,
+        # --cpu: accelerate only starts several local processes (through torchrun) from a MULTI_GPU
+        # config; use_cpu here and in the trainer turns them into gloo CPU ranks.
+        "distributed_type": "MULTI_GPU",
+        "downcast_bf16": "no",
+        "machine_rank": plan.node_rank,
+        "main_training_function": "main",
+        "mixed_precision": "no" if plan.cpu else mixed_precision,
+        "num_machines": plan.num_nodes,
+        "num_processes": plan.world,
+        "rdzv_backend": "static",
+        "same_network": True,
+        "tpu_env": [],
+        "tpu_use_cluster": False,
+        "tpu_use_sudo": False,
+        "use_cpu": plan.cpu,
+    }
+    if not plan.cpu:
+        cfg["gpu_ids"] = "all"
+    if plan.num_nodes > 1 and plan.main_address:
+        host, port = parse_host_port(plan.main_address, "--main-address", DEFAULT_PORT)
+        cfg["main_process_ip"] = host
+        cfg["main_process_port"] = port
+    if plan.deepspeed:
+        stage = int(plan.deepspeed[-1])
+        cfg["distributed_type"] = "DEEPSPEED"
+        cfg["deepspeed_config"] = {
+            "deepspeed_multinode_launcher": "standard",
+            "offload_optimizer_device": "none",
+            "offload_param_device": "none",
+            "zero3_init_flag": stage == 3,
+            "zero_stage": stage,
+            **({"zero3_save_16bit_model": True} if stage == 3 else {}),
+        }
+        cfg.pop("gpu_ids", None)
+    elif plan.fsdp:
+        cfg["distributed_type"] = "FSDP"
+        cfg["fsdp_config"] = {
+            "fsdp_activation_checkpointing": False,
+            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_cpu_ram_efficient_loading": True,
+            "fsdp_offload_params": False,
+            "fsdp_reshard_after_forward": True,
+            "fsdp_state_dict_type": "FULL_STATE_DICT",
+            "fsdp_version": 2,
+        }
+        cfg.pop("gpu_ids", None)
+    return cfg
+
+
+def write_config(path: Path, plan: Plan, mixed_precision: str) -> Path:
+    import yaml
+
+    from cli.rundir import atomic_write_text
+
+    header = (
+        "# Written by `grpo grpo` for this launch (accelerate launch --config_file <this file>).\n"
+        f"# mode: {plan.mode}, {plan.world} process(es) on {plan.num_nodes} node(s)\n"
+    )
+    atomic_write_text(path, header + yaml.safe_dump(accelerate_config(plan, mixed_precision), sort_keys=True))
+    return path
+
+
+def child_env(plan: Plan) -> dict[str, str]:
+    """The children's environment: marked as launched, CPU threads shared out between local ranks."""
+    env = dict(os.environ)
+    env[LAUNCHED_ENV] = "1"
+    cores = os.cpu_count() or 1
+    per_rank = str(max(1, cores // plan.gpus))
+    # Each rank scores its own completions with the Rust core: split the cores instead of letting
+    # every rank's pool take all of them.
+    env.setdefault("PY_REWARDS_NUM_THREADS", per_rank)
+    if plan.cpu:
+        env.setdefault("OMP_NUM_THREADS", per_rank)
+        env["ACCELERATE_USE_CPU"] = "true"
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def launch_command(config_path: Path, argv: list[str]) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(config_path),
+        "-m",
+        "cli",
+        *argv,
+    ]
+
+
+def command_argv() -> list[str]:
+    """This command's own arguments (``grpo ...``), to hand to the launched processes unchanged."""
+    args = sys.argv[1:]
+    if not args or args[0] != "grpo":
+        raise GrpoError("cannot relaunch: run `grpo grpo ...` (or `python -m cli grpo ...`) from a shell")
+    return args
+
+
+def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
+    """Run the training under `accelerate launch`; return its exit code.
+
+    Ctrl-C reaches the children straight from the terminal (same process group): they save a checkpoint
+    and stop together, so the parent only waits.
+    """
+    cmd = launch_command(config_path, argv)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen(cmd, env=child_env(plan))
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:  # pragma: no cover - SIGINT is ignored; belt and braces
+                continue
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def barrier() -> None:
+    """Wait for every rank (no-op in a single process)."""
+    if world_size() <= 1:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def any_rank(flag: bool) -> bool:
+    """True when ``flag`` is true on any rank (a collective: every rank must call it)."""
+    if world_size() <= 1:
+        return flag
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return flag
+    device = torch.device("cpu")
+    if dist.get_backend() == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    t = torch.tensor([1 if flag else 0], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())

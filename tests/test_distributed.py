@@ -1,0 +1,303 @@
+"""`grpo grpo --gpus N`: the relaunch under `accelerate launch`, for real, on the CPU.
+
+Two gloo processes train the tiny model for 2 steps (hf backend), each rank dumping the batches it
+scored (``GRPO_REWARD_LOG``); the scores are then recomputed in this one process and must be
+identical. The 2-process checkpoint is resumed by a single process. The launcher's errors (GPUs,
+batch vs world size, DeepSpeed, the vLLM server) are checked in-process: one line, no model loaded.
+"""
+
+from __future__ import annotations
+
+import http.server
+import importlib.util
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from test_train import REPO, _env, _fails, assert_adapter, fresh_copy, manifest, metrics, ok, prepped  # noqa: F401
+
+from cli import distributed
+from cli.distributed import Plan
+from cli.main import app
+from cli.rundir import RunDir
+
+
+def grpo_cli_env(*args: str, env: dict[str, str], timeout: int = 420) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    proc.stdout = proc.stdout + proc.stderr
+    return proc
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+# ---- the real thing: 2 gloo processes, then resume in 1 ----------------------------------------
+@pytest.mark.slow
+def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+    run = fresh_copy(prepped, tmp_path)
+    dumps = tmp_path / "scored"
+    env = _env()
+    env["GRPO_REWARD_LOG"] = str(dumps)
+    out = ok(
+        grpo_cli_env(
+            "grpo",
+            "--run",
+            str(run),
+            "--backend",
+            "hf",
+            "--gpus",
+            "2",
+            "--cpu",
+            "--gens",
+            "4",
+            "--max-steps",
+            "2",
+            "--save-steps",
+            "1",
+            "--max-completion-length",
+            "24",
+            env=env,
+        )
+    )
+    assert "2 processes (cpu-gloo" in out and "grpo done: 2 steps" in out
+    # Only rank 0 talks: the banner and the summary once, not once per rank.
+    assert out.count("grpo done:") == 1 and out.count("global batch 8") == 1
+
+    # The generated accelerate config is in the run dir and is one accelerate itself accepts.
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    acc_path = run / "grpo" / "accelerate.yaml"
+    acc = load_config_from_file(str(acc_path))
+    assert acc.num_processes == 2 and acc.use_cpu is True and acc.num_machines == 1
+
+    # Rank-0-only writes: one metrics row per step, one manifest entry, one adapter.
+    assert [r["step"] for r in metrics(run) if r["stage"] == "grpo"] == [1, 2]
+    stage = manifest(run)["stages"]["grpo"]
+    assert stage["distributed"]["world_size"] == 2 and stage["distributed"]["mode"] == "cpu-gloo"
+    assert stage["world_size"] == 2 and stage["global_batch"] == 8
+    assert_adapter(run / "grpo" / "adapter")
+    ckpt = run / "grpo" / "checkpoints" / "checkpoint-2"
+    assert (ckpt / "rng_state_0.pth").is_file() and (ckpt / "rng_state_1.pth").is_file()  # two ranks trained
+
+    # Each rank scored its own share on its own CPU; one process scoring the same batches agrees exactly.
+    from py_rewards import make_reward_funcs
+    from py_rewards.spec import get_spec
+
+    spec = get_spec("seed000")
+    rows = {r: [json.loads(x) for x in (dumps / f"rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)}
+    assert len(rows[0]) == len(rows[1]) == 2 * 4  # 2 steps × 4 rewards per rank
+    assert {json.dumps(x["prompts"]) for x in rows[0]}.isdisjoint({json.dumps(x["prompts"]) for x in rows[1]})
+    for name in (
+        "match_format_exactly",
+        "match_format_approximately",
+        "check_answer_accuracy",
+        "check_numeric_extraction",
+    ):
+        batches = [x for r in (0, 1) for x in rows[r] if x["reward"] == name]
+        fn = make_reward_funcs(spec, [name])[0][0]
+        joined = fn(
+            prompts=[p for b in batches for p in b["prompts"]],
+            completions=[c for b in batches for c in b["completions"]],
+            answer=[a for b in batches for a in b["answer"]],
+        )
+        ranked = [s for b in batches for s in b["scores"]]
+        assert len(joined) == len(ranked) == 2 * 2 * 4
+        assert all(_same(a, b) for a, b in zip(joined, ranked, strict=True)), name
+
+    # The 2-process checkpoint resumes in a single process.
+    out = ok(grpo_cli_env("grpo", "--run", str(run), "--resume", "--max-steps", "3", env=_env()))
+    assert "start: checkpoint checkpoint-2" in out and "processes" not in out.split("grpo done")[0]
+    assert (run / "grpo" / "checkpoints" / "checkpoint-3" / "adapter_model.safetensors").is_file()
+    summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
+    assert summary["world_size"] == 1 and summary["global_step"] == 3 and summary["from"] == "checkpoint"
+
+
+# ---- launcher errors: one line, before anything loads ------------------------------------------
+def test_gpus_without_a_gpu_says_so(runner, tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2"])
+    assert "no CUDA GPU" in line and "--cpu" in line
+
+
+def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
+    args = ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--cpu", "--gens", "4"]
+    line = _fails(runner, [*args, "--gpus", "3", "--batch-size", "2"])
+    assert "world size 3 × --batch-size 2 = 6" in line and "use --batch-size 4" in line
+    # 2 processes × 2 completions = one group of 4 across the ranks: allowed (fails later, on the data).
+    line = _fails(runner, [*args, "--gpus", "2", "--batch-size", "2"])
+    assert "grpo prep" in line
+
+
+@pytest.mark.parametrize(
+    ("extra", "expect"),
+    [
+        (["--deepspeed", "zero4"], "choose zero2 or zero3"),
+        (["--deepspeed", "zero2", "--fsdp"], "choose one"),
+        (["--cpu", "--fsdp"], "need GPUs"),
+        (["--cpu", "--num-nodes", "2"], "--main-address"),
+        (
+            ["--cpu", "--num-nodes", "2", "--node-rank", "2", "--main-address", "10.0.0.1:29500"],
+            "--node-rank 2",
+        ),
+        (["--cpu", "--num-nodes", "2", "--main-address", "10.0.0.1:http"], "not a number"),
+    ],
+)
+def test_bad_launch_flags(runner, tmp_path: Path, extra: list[str], expect: str) -> None:
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", *extra])
+    assert expect in line
+
+
+def test_deepspeed_missing(runner, tmp_path: Path) -> None:
+    if importlib.util.find_spec("deepspeed") is not None:
+        pytest.skip("deepspeed is installed")
+    line = _fails(
+        runner,
+        ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", "--deepspeed", "zero3"],
+    )
+    assert "DeepSpeed is not installed" in line
+
+
+def test_unsloth_is_one_gpu(runner, tmp_path: Path) -> None:
+    line = _fails(
+        runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "unsloth", "--gpus", "2", "--cpu"]
+    )
+    assert "--backend hf" in line
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_vllm_server_unreachable(runner, tmp_path: Path) -> None:
+    port = _free_port()  # nothing listens there any more
+    line = _fails(
+        runner,
+        ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--vllm-server", f"127.0.0.1:{port}"],
+    )
+    assert f"vLLM server http://127.0.0.1:{port} is not reachable" in line and "grpo serve" in line
+    assert "expected HOST:PORT" in _fails(
+        runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", ":80"]
+    )
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(self.status if self.path.rstrip("/") == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def health_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_vllm_server_reachable_but_vllm_missing(runner, tmp_path: Path, health_server: str) -> None:
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed")
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
+    assert "vLLM is not installed" in line and "grpo[vllm]" in line
+
+
+def test_vllm_server_answering_an_error(runner, tmp_path: Path, health_server: str, monkeypatch) -> None:
+    monkeypatch.setattr(_Health, "status", 503)
+    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
+    assert "HTTP 503" in line
+
+
+def test_serve(runner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["serve", "--run", str(tmp_path / "r"), "--port", "8123", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "vllm-serve --model tiny" in result.output and "--port 8123" in result.output
+    assert "--max_model_len 2048" in result.output
+    if importlib.util.find_spec("vllm") is None:
+        assert "vLLM is not installed" in _fails(runner, ["serve", "--run", str(tmp_path / "r")])
+
+
+# ---- the pieces --------------------------------------------------------------------------------
+def test_accelerate_configs_load_in_accelerate(tmp_path: Path) -> None:
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    cases = {
+        "ddp": Plan(gpus=2),
+        "zero2": Plan(gpus=4, deepspeed="zero2"),
+        "zero3": Plan(gpus=2, deepspeed="zero3"),
+        "fsdp": Plan(gpus=8, fsdp=True),
+        "nodes": Plan(gpus=8, num_nodes=2, node_rank=1, main_address="10.1.2.3:29400"),
+        "cpu": Plan(gpus=2, cpu=True),
+    }
+    for name, plan in cases.items():
+        path = distributed.write_config(tmp_path / f"{name}.yaml", plan, "bf16")
+        cfg = load_config_from_file(str(path))
+        assert cfg.num_processes == plan.world, name
+        assert cfg.num_machines == plan.num_nodes and cfg.machine_rank == plan.node_rank
+    raw = {n: yaml.safe_load((tmp_path / f"{n}.yaml").read_text()) for n in cases}
+    assert raw["ddp"]["distributed_type"] == "MULTI_GPU" and raw["ddp"]["mixed_precision"] == "bf16"
+    assert raw["zero2"]["deepspeed_config"]["zero_stage"] == 2
+    assert raw["zero3"]["deepspeed_config"]["zero3_init_flag"] is True
+    assert raw["zero3"]["deepspeed_config"]["zero3_save_16bit_model"] is True
+    assert raw["fsdp"]["fsdp_config"]["fsdp_version"] == 2
+    assert raw["nodes"]["main_process_ip"] == "10.1.2.3" and raw["nodes"]["main_process_port"] == 29400
+    assert raw["cpu"]["use_cpu"] is True and raw["cpu"]["mixed_precision"] == "no"
+
+
+def test_suggested_batch_always_holds_whole_groups() -> None:
+    for gens in range(2, 17):
+        for world in range(1, 9):
+            b = distributed.suggest_batch(gens, world)
+            distributed.check_batch(b, gens, world)  # does not raise
+            assert b <= gens
+
+
+def test_child_env_splits_the_cores(monkeypatch) -> None:
+    monkeypatch.delenv("PY_REWARDS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    env = distributed.child_env(Plan(gpus=2, cpu=True))
+    assert env[distributed.LAUNCHED_ENV] == "1"
+    assert int(env["PY_REWARDS_NUM_THREADS"]) == max(1, (os.cpu_count() or 1) // 2)
+    assert env["OMP_NUM_THREADS"] == env["PY_REWARDS_NUM_THREADS"]
+
+
+def test_only_rank_zero_writes_the_run_dir(tmp_path: Path, monkeypatch) -> None:
+    from cli.config import Config
+
+    monkeypatch.setenv("RANK", "1")
+    rd = RunDir(tmp_path / "r")
+    rd.save_config(Config())
+    rd.log_metrics({"stage": "grpo", "step": 1})
+    rd.record_stage("grpo", {"steps": 1})
+    assert not (tmp_path / "r" / "config.yaml").exists()
+    assert not rd.metrics_path.exists() and not rd.manifest_path.exists()
+    monkeypatch.setenv("RANK", "0")
+    rd.log_metrics({"stage": "grpo", "step": 1})
+    assert rd.metrics_path.exists()
