@@ -17,7 +17,7 @@ import yaml
 from cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
-COMMANDS = ["prep", "sft", "grpo", "export", "chat", "eval", "doctor"]
+COMMANDS = ["prep", "sft", "grpo", "export", "chat", "eval", "serve", "doctor"]
 
 
 def one_line_error(result) -> str:
@@ -125,7 +125,7 @@ def test_flags_override_yaml_and_yaml_overrides_preset(runner, tmp_path):
     assert (cfg["lora"]["r"], cfg["lora"]["alpha"], cfg["format"]) == (64, 32, "seed001")
 
 
-@pytest.mark.parametrize("command", ["sft", "grpo", "export", "chat", "eval"])
+@pytest.mark.parametrize("command", ["sft", "grpo", "export", "chat", "eval", "serve"])
 def test_every_stage_takes_config_and_dry_run(runner, tmp_path, command):
     # --config applies to every command and --dry-run prints the resolved config without touching the run.
     config = tmp_path / "c.yaml"

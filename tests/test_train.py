@@ -416,3 +416,41 @@ def test_gemma3_270m_chain(tmp_path: Path, shared_data: Path) -> None:
                       "--max-completion-length", "16", timeout=900))  # fmt: skip
     assert "grpo done: 1 steps" in out
     assert_adapter(run / "grpo" / "adapter")
+
+
+def test_sft_max_example_tokens_keeps_short_examples(tmp_path: Path, runner) -> None:
+    import pandas as pd
+
+    from cli.common import GrpoError
+    from cli.config import Config, resolve
+    from cli.models import build_tiny_tokenizer
+    from cli.rundir import RunDir
+    from cli.training.data import sft_dataset
+    from py_rewards.spec import get_spec
+
+    run = RunDir(tmp_path / "r")
+    run.data_dir.mkdir(parents=True)
+    long = " ".join(f"step {i}: {i} + {i} = {2 * i}." for i in range(60))
+    pd.DataFrame(
+        {
+            "question": ["What is 2+3?", "Add up the steps."],
+            "answer": ["5", "3540"],
+            "solution": ["2+3=5", long],
+        }
+    ).to_parquet(run.data_dir / "train.parquet")
+    tok = build_tiny_tokenizer(get_spec("seed000"))
+    everything, info = sft_dataset(Config(), run, tok)  # default: up to max_seq_length/2 (1024 tokens)
+    assert info["examples"] == 2 and info["dropped_long"] == 0
+    cfg = resolve(overrides={"sft.max_example_tokens": 200})
+    short, info = sft_dataset(cfg, run, tok)
+    assert info["examples"] == 1 and info["dropped_long"] == 1 and "2+3=5" in short["text"][0]
+    with pytest.raises(GrpoError, match="sft.max_example_tokens"):
+        sft_dataset(resolve(overrides={"sft.max_example_tokens": 5}), run, tok)
+    line = _fails(runner, ["sft", "--run", str(tmp_path / "x"), "--config", str(_yaml(tmp_path, -1))])
+    assert "sft.max_example_tokens must be 0" in line
+
+
+def _yaml(tmp_path: Path, value: int) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"sft: {{max_example_tokens: {value}}}\n")
+    return path

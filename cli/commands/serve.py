@@ -30,7 +30,7 @@ from cli.common import (
     err_console,
     handle_errors,
 )
-from cli.rundir import RunDir
+from cli.rundir import RunDir, dry_run_exit
 
 SERVE = "Server"
 
@@ -104,21 +104,18 @@ def serve(
     from cli.models import resolve_model
 
     if dry_run:
-        # The exact server command, with the model as the run names it (nothing is built or started).
-        typer.echo(
-            " ".join(
-                serve_command(
-                    str(cfg.model),
-                    host=host,
-                    port=port,
-                    tensor_parallel=tensor_parallel,
-                    data_parallel=data_parallel,
-                    gpu_memory_utilization=gpu_memory_utilization,
-                    max_model_len=cfg.max_seq_length,
-                )
-            )
+        # The resolved config and the exact server command, with the model as the run names it
+        # (nothing is built or started).
+        shown_cmd = serve_command(
+            str(cfg.model),
+            host=host,
+            port=port,
+            tensor_parallel=tensor_parallel,
+            data_parallel=data_parallel,
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=cfg.max_seq_length,
         )
-        raise typer.Exit(0)
+        dry_run_exit(rd, config, "serve", {"command": " ".join(shown_cmd)})
     if importlib.util.find_spec("vllm") is None:
         raise GrpoError("grpo serve: vLLM is not installed: pip install 'grpo[vllm]' (Linux + CUDA)")
     if importlib.util.find_spec("trl") is None:
