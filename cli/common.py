@@ -16,8 +16,11 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Piped into a log or CI, rich would squeeze tables into 80 columns ("arti…", "tens…"): give them
+# room there; a terminal (or COLUMNS) keeps its own width.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=_WIDTH)
 
 DEFAULT_RUN = Path(os.environ.get("GRPO_RUN", "runs/default"))
 

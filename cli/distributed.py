@@ -190,7 +190,17 @@ def check_batch(batch: int, gens: int, world: int, grad_accum: int = 1) -> None:
 def check_plan(plan: Plan) -> None:
     """Everything about the launcher flags that can be checked before any process starts."""
     if plan.deepspeed and plan.deepspeed not in DEEPSPEED_STAGES:
-        raise GrpoError(f"--deepspeed {plan.deepspeed!r}: choose zero2 or zero3")
+        raise GrpoError(f"--deepspeed {plan.deepspeed!r}: choose zero2 (ZeRO-2)")
+    if plan.deepspeed == "zero3":
+        # Tried with DeepSpeed 0.19.8 + TRL 1.15 on 2 gloo ranks: with the model loaded before the trainer's
+        # DeepSpeed config, TRL's fused log-prob head meets plain parameters ("no attribute 'ds_status'");
+        # registering accelerate's DeepSpeedPlugin before from_pretrained (zero.Init) fixes that, and then
+        # HF generate runs on empty embedding partitions ("Padding_idx must be within num_embeddings").
+        # Refuse it rather than crash after loading the model.
+        raise GrpoError(
+            "--deepspeed zero3 is not supported yet (GRPO's HF-generate rollouts fail on ZeRO-3 partitions "
+            "with TRL 1.15); use --deepspeed zero2, or --fsdp to shard the weights"
+        )
     if plan.deepspeed and plan.fsdp:
         raise GrpoError("--deepspeed and --fsdp both shard the model: choose one")
     if plan.cpu and (plan.deepspeed or plan.fsdp):
