@@ -412,7 +412,7 @@ def export(
         "agreement_definition": "token_match: identical tokens at the same position / tokens of the longer "
         "completion; prefix: mean common-prefix share; exact: share of identical completions",
         "seconds": round(time.time() - t0, 2),
-        "warnings": warnings,
+        "warnings": warnings + _degraded(artifacts),
         "artifacts": kept + artifacts,
     }
     atomic_write_json(report_path, report)
@@ -426,7 +426,7 @@ def export(
         },
     )
     _print_table(artifacts, report)
-    for w in warnings:
+    for w in report["warnings"]:
         err_console.print(f"[yellow]warning:[/] {w}")
     console.print(f"verification: {report_path}")
     failed = [a["name"] for a in artifacts if a.get("zero_tensors")]
@@ -691,3 +691,23 @@ def _print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> Non
             f"{a['seconds']:.1f}s",
         )
     console.print(table)
+
+
+def _degraded(artifacts: list[dict[str, Any]]) -> list[str]:
+    """Artifacts that lost the trained format: the exact-format reward under half of the HF model's.
+
+    Seen on Gemma-3-270M: q4_k_m kept 0 of the 3/8 formatted answers (q8_0 kept 2): a LoRA's small
+    weight change does not survive 4-bit rounding on a model this size.
+    """
+    out = []
+    for a in artifacts:
+        rewards = a.get("rewards") or {}
+        hf = (rewards.get("hf") or {}).get("match_format_exactly")
+        got = (rewards.get("artifact") or {}).get("match_format_exactly")
+        if hf is not None and got is not None and hf > 0 and got < 0.5 * hf:
+            hint = "prefer q8_0 (or a larger model)" if a.get("kind") == "gguf" else "use the LoRA export"
+            out.append(
+                f"{a['name']} lost the trained format (exact-format reward {got:.2f} vs {hf:.2f} for the HF "
+                f"model on the same prompts): rounding erased the fine-tune; {hint}"
+            )
+    return out
