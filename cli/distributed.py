@@ -12,9 +12,9 @@ split changes nothing); TRL gathers the rewards to compute group advantages. Onl
 the run directory (config, manifest, metrics, adapters); the trainer's checkpoints are written by
 transformers, rank-aware.
 
-``--cpu`` runs the N processes on the CPU over gloo (accelerate starts them through torchrun from a
-MULTI_GPU config, and the trainer's ``use_cpu`` makes them gloo ranks): the distributed path tested
-on machines without GPUs.
+``--cpu`` runs the N processes on the CPU over gloo (accelerate starts them through torchrun; the
+trainer's ``use_cpu`` makes them gloo ranks): the distributed path — DDP, FSDP2 and ZeRO-2 alike —
+tested on machines without GPUs.
 """
 
 from __future__ import annotations
@@ -203,8 +203,6 @@ def check_plan(plan: Plan) -> None:
         )
     if plan.deepspeed and plan.fsdp:
         raise GrpoError("--deepspeed and --fsdp both shard the model: choose one")
-    if plan.cpu and (plan.deepspeed or plan.fsdp):
-        raise GrpoError("--cpu runs plain data parallel over gloo; --deepspeed/--fsdp need GPUs")
     if plan.num_nodes < 1 or plan.gpus < 1:
         raise GrpoError("--gpus and --num-nodes must be at least 1")
     if not 0 <= plan.node_rank < plan.num_nodes:

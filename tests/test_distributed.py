@@ -51,31 +51,16 @@ def _same(a: float | None, b: float | None) -> bool:
 # ---- the real thing: 2 gloo processes, then resume in 1 ----------------------------------------
 @pytest.mark.slow
 def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
-    run = fresh_copy(prepped, tmp_path)
+    sft_run = fresh_copy(prepped, tmp_path / "sft")
+    ok(grpo_cli_env("sft", "--run", str(sft_run), "--backend", "hf", "--max-steps", "2", env=_env()))
+    run = fresh_copy(sft_run, tmp_path)  # both multi-process runs below start from this SFT adapter
+    fsdp_run = fresh_copy(sft_run, tmp_path / "fsdp")
     dumps = tmp_path / "scored"
     env = _env()
     env["GRPO_REWARD_LOG"] = str(dumps)
-    out = ok(
-        grpo_cli_env(
-            "grpo",
-            "--run",
-            str(run),
-            "--backend",
-            "hf",
-            "--gpus",
-            "2",
-            "--cpu",
-            "--gens",
-            "4",
-            "--max-steps",
-            "2",
-            "--save-steps",
-            "1",
-            "--max-completion-length",
-            "24",
-            env=env,
-        )
-    )
+    args = ["--backend", "hf", "--gpus", "2", "--cpu", "--gens", "4", "--max-steps", "2"]
+    args += ["--save-steps", "1", "--max-completion-length", "24"]
+    out = ok(grpo_cli_env("grpo", "--run", str(run), *args, env=env))
     assert "2 processes (cpu-gloo" in out and "grpo done: 2 steps" in out
     # Only rank 0 talks: the banner and the summary once, not once per rank.
     assert out.count("grpo done:") == 1 and out.count("global batch 8") == 1
@@ -121,6 +106,20 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
         assert len(joined) == len(ranked) == 2 * 2 * 4
         assert all(_same(a, b) for a, b in zip(joined, ranked, strict=True)), name
 
+    # FSDP2 over the same 2 gloo ranks trains the same adapter: its weights, gathered from the shards
+    # for the save, equal the DDP run's (and moved away from the SFT adapter).
+    from safetensors.torch import load_file
+
+    out = ok(grpo_cli_env("grpo", "--run", str(fsdp_run), *args, "--fsdp", env=_env()))
+    assert "2 processes (fsdp" in out
+    assert yaml.safe_load((fsdp_run / "grpo" / "accelerate.yaml").read_text())["distributed_type"] == "FSDP"
+    ddp_w = load_file(str(ckpt / "adapter_model.safetensors"))
+    fsdp_w = load_file(str(fsdp_run / "grpo" / "adapter" / "adapter_model.safetensors"))
+    sft_w = load_file(str(run / "sft" / "adapter" / "adapter_model.safetensors"))
+    assert sorted(ddp_w) == sorted(fsdp_w) == sorted(sft_w)
+    assert max(float((ddp_w[k] - fsdp_w[k]).abs().max()) for k in ddp_w) < 1e-6
+    assert max(float((ddp_w[k] - sft_w[k]).abs().max()) for k in ddp_w) > 0
+
     # The 2-process checkpoint resumes in a single process.
     out = ok(grpo_cli_env("grpo", "--run", str(run), "--resume", "--max-steps", "3", env=_env()))
     assert "start: checkpoint checkpoint-2" in out and "processes" not in out.split("grpo done")[0]
@@ -154,7 +153,6 @@ def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
         (["--deepspeed", "zero4"], "choose zero2"),
         (["--deepspeed", "zero3"], "zero3 is not supported yet"),
         (["--deepspeed", "zero2", "--fsdp"], "choose one"),
-        (["--cpu", "--fsdp"], "need GPUs"),
         (["--cpu", "--num-nodes", "2"], "--main-address"),
         (
             ["--cpu", "--num-nodes", "2", "--node-rank", "2", "--main-address", "10.0.0.1:29500"],

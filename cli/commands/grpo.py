@@ -207,7 +207,7 @@ def grpo(
         bool,
         typer.Option(
             "--cpu",
-            help="Run the --gpus N processes on the CPU over gloo (tests the path).",
+            help="Run the --gpus N processes on the CPU over gloo (tests the path, with --fsdp too).",
             rich_help_panel=SCALE,
         ),
     ] = False,
