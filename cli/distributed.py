@@ -12,9 +12,9 @@ split changes nothing); TRL gathers the rewards to compute group advantages. Onl
 the run directory (config, manifest, metrics, adapters); the trainer's checkpoints are written by
 transformers, rank-aware.
 
-``--cpu`` runs the N processes on the CPU over gloo (accelerate starts them through torchrun; the
-trainer's ``use_cpu`` makes them gloo ranks): the distributed path — DDP, FSDP2 and ZeRO-2 alike —
-tested on machines without GPUs.
+``--cpu`` runs the N processes on the CPU over gloo (accelerate starts them through torchrun from a
+MULTI_GPU config, and the trainer's ``use_cpu`` makes them gloo ranks): the data-parallel path tested on
+machines without GPUs. FSDP and DeepSpeed need GPUs (on CPU ranks accelerate falls back to DDP).
 """
 
 from __future__ import annotations
@@ -190,16 +190,12 @@ def check_batch(batch: int, gens: int, world: int, grad_accum: int = 1) -> None:
 def check_plan(plan: Plan) -> None:
     """Everything about the launcher flags that can be checked before any process starts."""
     if plan.deepspeed and plan.deepspeed not in DEEPSPEED_STAGES:
-        raise GrpoError(f"--deepspeed {plan.deepspeed!r}: choose zero2 (ZeRO-2)")
-    if plan.deepspeed == "zero3":
-        # Tried with DeepSpeed 0.19.8 + TRL 1.15 on 2 gloo ranks: with the model loaded before the trainer's
-        # DeepSpeed config, TRL's fused log-prob head meets plain parameters ("no attribute 'ds_status'");
-        # registering accelerate's DeepSpeedPlugin before from_pretrained (zero.Init) fixes that, and then
-        # HF generate runs on empty embedding partitions ("Padding_idx must be within num_embeddings").
-        # Refuse it rather than crash after loading the model.
+        raise GrpoError(f"--deepspeed {plan.deepspeed!r}: choose zero2 or zero3")
+    if plan.cpu and (plan.deepspeed or plan.fsdp):
+        # Seen with accelerate 1.15: the trainer's CPU ranks run plain gloo DDP whatever the config says,
+        # while transformers still believes ZeRO-3 is on — a test of nothing, or a crash.
         raise GrpoError(
-            "--deepspeed zero3 is not supported yet (GRPO's HF-generate rollouts fail on ZeRO-3 partitions "
-            "with TRL 1.15); use --deepspeed zero2, or --fsdp to shard the weights"
+            "--deepspeed/--fsdp need GPUs: on the CPU accelerate runs plain data parallel (use --cpu alone)"
         )
     if plan.deepspeed and plan.fsdp:
         raise GrpoError("--deepspeed and --fsdp both shard the model: choose one")

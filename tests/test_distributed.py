@@ -53,8 +53,7 @@ def _same(a: float | None, b: float | None) -> bool:
 def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
     sft_run = fresh_copy(prepped, tmp_path / "sft")
     ok(grpo_cli_env("sft", "--run", str(sft_run), "--backend", "hf", "--max-steps", "2", env=_env()))
-    run = fresh_copy(sft_run, tmp_path)  # both multi-process runs below start from this SFT adapter
-    fsdp_run = fresh_copy(sft_run, tmp_path / "fsdp")
+    run = fresh_copy(sft_run, tmp_path)  # GRPO continues this SFT adapter
     dumps = tmp_path / "scored"
     env = _env()
     env["GRPO_REWARD_LOG"] = str(dumps)
@@ -106,19 +105,14 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
         assert len(joined) == len(ranked) == 2 * 2 * 4
         assert all(_same(a, b) for a, b in zip(joined, ranked, strict=True)), name
 
-    # FSDP2 over the same 2 gloo ranks trains the same adapter: its weights, gathered from the shards
-    # for the save, equal the DDP run's (and moved away from the SFT adapter).
+    # Two real gloo ranks (not a silent single process), and they trained: the adapter moved.
     from safetensors.torch import load_file
 
-    out = ok(grpo_cli_env("grpo", "--run", str(fsdp_run), *args, "--fsdp", env=_env()))
-    assert "2 processes (fsdp" in out
-    assert yaml.safe_load((fsdp_run / "grpo" / "accelerate.yaml").read_text())["distributed_type"] == "FSDP"
-    ddp_w = load_file(str(ckpt / "adapter_model.safetensors"))
-    fsdp_w = load_file(str(fsdp_run / "grpo" / "adapter" / "adapter_model.safetensors"))
+    assert stage["distributed_type"] == "MULTI_CPU"
+    trained = load_file(str(ckpt / "adapter_model.safetensors"))
     sft_w = load_file(str(run / "sft" / "adapter" / "adapter_model.safetensors"))
-    assert sorted(ddp_w) == sorted(fsdp_w) == sorted(sft_w)
-    assert max(float((ddp_w[k] - fsdp_w[k]).abs().max()) for k in ddp_w) < 1e-6
-    assert max(float((ddp_w[k] - sft_w[k]).abs().max()) for k in ddp_w) > 0
+    assert sorted(trained) == sorted(sft_w)
+    assert max(float((trained[k] - sft_w[k]).abs().max()) for k in trained) > 0
 
     # The 2-process checkpoint resumes in a single process.
     out = ok(grpo_cli_env("grpo", "--run", str(run), "--resume", "--max-steps", "3", env=_env()))
@@ -150,8 +144,9 @@ def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "expect"),
     [
-        (["--deepspeed", "zero4"], "choose zero2"),
-        (["--deepspeed", "zero3"], "zero3 is not supported yet"),
+        (["--deepspeed", "zero4"], "choose zero2 or zero3"),
+        (["--cpu", "--fsdp"], "need GPUs"),
+        (["--cpu", "--deepspeed", "zero2"], "need GPUs"),
         (["--deepspeed", "zero2", "--fsdp"], "choose one"),
         (["--cpu", "--num-nodes", "2"], "--main-address"),
         (
@@ -171,7 +166,7 @@ def test_deepspeed_missing(runner, tmp_path: Path) -> None:
         pytest.skip("deepspeed is installed")
     line = _fails(
         runner,
-        ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", "--deepspeed", "zero2"],
+        ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", "--deepspeed", "zero3"],
     )
     assert "DeepSpeed is not installed" in line
 

@@ -6,7 +6,7 @@ Scores --gens completions per prompt with grpo.rewards (py_rewards names or dott
 
 Writes <run>/grpo/adapter and checkpoints under <run>/grpo/checkpoints; Ctrl-C saves one, --resume continues.
 
-Several GPUs: --gpus N (and --num-nodes, --deepspeed zero2, --fsdp) relaunches this command
+Several GPUs: --gpus N (and --num-nodes, --deepspeed zero2|zero3, --fsdp) relaunches this command
 under `accelerate launch` with a config written to <run>/grpo/accelerate.yaml (hf backend); rollouts
 can come from TRL's vLLM server (--vllm-server HOST:PORT, started with `grpo serve`).
 
@@ -193,7 +193,7 @@ def grpo(
         str | None,
         typer.Option(
             "--deepspeed",
-            help="Shard optimizer states and gradients with DeepSpeed ZeRO-2: zero2 (needs deepspeed).",
+            help="Shard with DeepSpeed: zero2 or zero3 (needs deepspeed).",
             rich_help_panel=SCALE,
         ),
     ] = None,
@@ -207,7 +207,7 @@ def grpo(
         bool,
         typer.Option(
             "--cpu",
-            help="Run the --gpus N processes on the CPU over gloo (tests the path, with --fsdp too).",
+            help="Run the --gpus N processes on the CPU over gloo (tests the path).",
             rich_help_panel=SCALE,
         ),
     ] = False,

@@ -308,6 +308,8 @@ def run_grpo(
         "vllm": use_vllm,
         "vllm_server": g.vllm_server or None,
         "world_size": world_size(),
+        # What accelerate really set up (MULTI_GPU = DDP, FSDP, DEEPSPEED, MULTI_CPU = gloo DDP, NO).
+        "distributed_type": str(getattr(trainer.accelerator, "distributed_type", "NO")).rpartition(".")[2],
         "global_batch": batch * world_size() * g.grad_accum,
         "samples_per_second": round(batch * world_size() * g.grad_accum / typical, 3) if typical else None,
         "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
