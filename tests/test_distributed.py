@@ -232,8 +232,9 @@ def test_vllm_server_answering_an_error(runner, tmp_path: Path, health_server: s
 def test_serve(runner, tmp_path: Path) -> None:
     result = runner.invoke(app, ["serve", "--run", str(tmp_path / "r"), "--port", "8123", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "vllm-serve --model tiny" in result.output and "--port 8123" in result.output
-    assert "--max_model_len 2048" in result.output
+    cmd = yaml.safe_load(result.output)["serve"]["command"]
+    assert cmd[cmd.index("vllm-serve") + 1 : cmd.index("vllm-serve") + 3] == ["--model", "tiny"]
+    assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max_model_len") + 1] == "2048"
     if importlib.util.find_spec("vllm") is None:
         assert "vLLM is not installed" in _fails(runner, ["serve", "--run", str(tmp_path / "r")])
 

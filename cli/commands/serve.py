@@ -115,7 +115,7 @@ def serve(
             gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=cfg.max_seq_length,
         )
-        dry_run_exit(rd, config, "serve", {"command": " ".join(shown_cmd)})
+        dry_run_exit(rd, config, "serve", {"command": shown_cmd})
     if importlib.util.find_spec("vllm") is None:
         raise GrpoError("grpo serve: vLLM is not installed: pip install 'grpo[vllm]' (Linux + CUDA)")
     if importlib.util.find_spec("trl") is None:
