@@ -19,6 +19,7 @@ machines without GPUs. FSDP and DeepSpeed need GPUs (on CPU ranks accelerate fal
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -336,23 +337,52 @@ def command_argv() -> list[str]:
     return args
 
 
-def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
-    """Run the training under `accelerate launch`; return its exit code.
+INTERRUPTED = 130  # exit code of a run stopped with Ctrl-C (checkpoint saved)
 
-    Ctrl-C reaches the children straight from the terminal (same process group): they save a checkpoint
-    and stop together, so the parent only waits.
+
+def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
+    """Run the training under `accelerate launch`; return its exit code (130 after a Ctrl-C).
+
+    The launcher runs in its own session, so a Ctrl-C at the terminal reaches only this process; it is
+    passed on to the training ranks alone. torchrun's agent, if signalled itself, would kill the ranks
+    and print a traceback; this way every rank saves the checkpoint after the current step and exits,
+    and the user sees one line.
     """
     cmd = launch_command(config_path, argv)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    proc = subprocess.Popen(cmd, env=child_env(plan), start_new_session=True)
+    presses = 0
+
+    def forward(signum: int, frame: Any) -> None:
+        nonlocal presses
+        presses += 1
+        _signal_ranks(proc.pid, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, forward)
     try:
-        proc = subprocess.Popen(cmd, env=child_env(plan))
         while True:
             try:
-                return proc.wait()
-            except KeyboardInterrupt:  # pragma: no cover - SIGINT is ignored; belt and braces
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:  # pragma: no cover - the handler above replaces it
                 continue
     finally:
         signal.signal(signal.SIGINT, previous)
+        if proc.poll() is None:  # pragma: no cover - only if wait() itself failed
+            proc.kill()
+    return INTERRUPTED if presses and code in (0, INTERRUPTED) else code
+
+
+def _signal_ranks(launcher_pid: int, sig: int) -> None:
+    """Send ``sig`` to the training processes under the launcher (not to the launcher itself)."""
+    import psutil
+
+    try:
+        ranks = psutil.Process(launcher_pid).children(recursive=True)
+    except psutil.Error:
+        return
+    for child in ranks:
+        with contextlib.suppress(psutil.Error):
+            child.send_signal(sig)
 
 
 def barrier() -> None:

@@ -296,3 +296,54 @@ def test_only_rank_zero_writes_the_run_dir(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("RANK", "0")
     rd.log_metrics({"stage": "grpo", "step": 1})
     assert rd.metrics_path.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Ctrl-C at the terminal reaches the parent's process group: the ranks stop after the same step,
+    rank 0 writes one checkpoint and says so, nobody prints a traceback, and the exit code is 130."""
+    import signal
+
+    run = fresh_copy(prepped, tmp_path)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "grpo",
+            "--run",
+            str(run),
+            "--backend",
+            "hf",
+            "--gpus",
+            "2",
+            "--cpu",
+            "--max-steps",
+            "200",
+            "--max-completion-length",
+            "16",
+            "--save-steps",
+            "0",
+        ],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("grpo 2/200"):
+            os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole foreground group
+            break
+    seen.append(proc.stdout.read())
+    assert proc.wait(timeout=120) == 130
+    out = "".join(seen)
+    assert "Traceback" not in out and "ChildFailedError" not in out and "error:" not in out
+    assert out.count("interrupted at step") == 1
+    saved = sorted((run / "grpo" / "checkpoints").glob("checkpoint-*"))
+    assert len(saved) == 1 and (saved[0] / "adapter_model.safetensors").is_file()
+    assert f"--resume --run {run}" in out

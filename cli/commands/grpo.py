@@ -356,6 +356,8 @@ def _relaunch(rd: RunDir, cfg: object, plan: Plan) -> None:
         soft_wrap=True,
     )
     code = distributed.launch(path, plan, argv)
+    if code == distributed.INTERRUPTED:  # rank 0 said where the checkpoint is
+        raise typer.Exit(code)
     if code != 0:
         raise GrpoError(
             f"the {plan.world}-process run stopped with exit code {code} (the ranks' messages are above)",

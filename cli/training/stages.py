@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from cli.common import GrpoError
-from cli.distributed import any_rank, world_size
+from cli.distributed import any_rank, launched, world_size
 from cli.rundir import RunDir
 from cli.training import backends
 from cli.training.console import console, err_console
@@ -61,14 +61,16 @@ def _train(
         dest = ckpt_dir / f"interrupted-{step}"
         backends.save_adapter(model, tokenizer, dest)
         err_console.print(f"interrupted at step {step}: adapter saved to {dest}")
-        raise typer.Exit(130) from None
+        raise typer.Exit(0 if launched() else 130) from None
     if any_rank(interrupt.requested):  # every rank stopped at the same step (see live.py)
         step = int(trainer.state.global_step)
         saved = ckpt_dir / f"checkpoint-{step}"
         if not saved.exists():
             backends.save_adapter(model, tokenizer, saved)
         err_console.print(f"interrupted at step {step}: checkpoint saved to {saved} — {resume_hint}")
-        raise typer.Exit(130)
+        # A launched rank ends cleanly (torchrun would report a non-zero exit as a crash); the parent
+        # `grpo grpo --gpus N` knows it was interrupted and exits 130.
+        raise typer.Exit(0 if launched() else 130)
 
 
 def _common_args(
