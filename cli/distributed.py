@@ -357,7 +357,13 @@ def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
         presses += 1
         _signal_ranks(proc.pid, signal.SIGINT)
 
+    def terminate(signum: int, frame: Any) -> None:
+        # Its own session means the launcher would outlive us: take the whole group down with us.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signum)
+
     previous = signal.signal(signal.SIGINT, forward)
+    previous_term = {s: signal.signal(s, terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         while True:
             try:
@@ -367,6 +373,8 @@ def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
                 continue
     finally:
         signal.signal(signal.SIGINT, previous)
+        for s, handler in previous_term.items():
+            signal.signal(s, handler)
         if proc.poll() is None:  # pragma: no cover - only if wait() itself failed
             proc.kill()
     return INTERRUPTED if presses and code in (0, INTERRUPTED) else code
