@@ -42,6 +42,7 @@ VERSIONED_PACKAGES = (
     "vllm",
     "datasets",
     "accelerate",
+    "deepspeed",
     "bitsandbytes",
     "numpy",
     "llama_cpp_python",

