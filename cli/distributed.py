@@ -26,8 +26,6 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +87,13 @@ class Plan:
         return self.world > 1 or bool(self.deepspeed) or self.fsdp
 
     @property
+    def flag(self) -> str:
+        """The flag that asked for several processes, for messages."""
+        if self.world > 1:
+            return f"--gpus {self.gpus}" if self.num_nodes == 1 else f"--num-nodes {self.num_nodes}"
+        return f"--deepspeed {self.deepspeed}" if self.deepspeed else "--fsdp"
+
+    @property
     def mode(self) -> str:
         if self.deepspeed:
             return self.deepspeed
@@ -138,6 +143,9 @@ def server_url(text: str) -> str:
 
 def check_vllm_server(url: str, timeout: float = 5.0) -> None:
     """The TRL vLLM server answers ``GET /health`` with 200 once its engine is up."""
+    import urllib.error  # here, not at the top: urllib.request costs every `grpo` start ~20 ms
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=timeout) as resp:  # noqa: S310 - http(s) only
             status = resp.status
@@ -365,12 +373,7 @@ def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
     previous = signal.signal(signal.SIGINT, forward)
     previous_term = {s: signal.signal(s, terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        while True:
-            try:
-                code = proc.wait()
-                break
-            except KeyboardInterrupt:  # pragma: no cover - the handler above replaces it
-                continue
+        code = proc.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
         for s, handler in previous_term.items():

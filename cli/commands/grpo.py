@@ -326,13 +326,7 @@ def grpo(
 
 def _scale_out_backend(requested: str, chosen: str, plan: Plan) -> str:
     """Several processes and TRL's vLLM server run under the hf backend (Unsloth trains on one GPU)."""
-    what = (
-        "--vllm-server"
-        if not plan.wanted
-        else f"--gpus {plan.gpus}"
-        if plan.world > 1
-        else (f"--deepspeed {plan.deepspeed}" if plan.deepspeed else "--fsdp")
-    )
+    what = plan.flag if plan.wanted else "--vllm-server"
     if chosen == "hf":
         return chosen
     if requested == "unsloth":

@@ -30,7 +30,7 @@ from cli.common import (
     err_console,
     handle_errors,
 )
-from cli.rundir import RunDir, dry_run_exit
+from cli.rundir import RunDir, dry_run_exit, resolve_config
 
 SERVE = "Server"
 
@@ -97,8 +97,6 @@ def serve(
         ),
     ] = 0.9,
 ) -> None:
-    from cli.rundir import resolve_config
-
     rd = RunDir(run)
     cfg = resolve_config(rd, config_file=config, overrides={"model": model}, dry_run=False)
     from cli.models import resolve_model

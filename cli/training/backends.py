@@ -374,10 +374,7 @@ def save_adapter(model: Any, tokenizer: Any, dest: Path, state_dict: dict[str, A
     if not is_main():
         return dest
     with atomic_dir(dest) as tmp:
-        if state_dict is None:
-            model.save_pretrained(str(tmp))
-        else:
-            model.save_pretrained(str(tmp), state_dict=state_dict)
+        model.save_pretrained(str(tmp), state_dict=state_dict)  # None: the model's own LoRA weights
         tokenizer.save_pretrained(str(tmp))
     return dest
 
@@ -385,8 +382,8 @@ def save_adapter(model: Any, tokenizer: Any, dest: Path, state_dict: dict[str, A
 def save_trained_adapter(trainer: Any, model: Any, tokenizer: Any, dest: Path) -> Path:
     """The final adapter of a stage, from one or several processes.
 
-    Under DDP every rank holds the whole LoRA: rank 0 saves it. Under DeepSpeed ZeRO-3 / FSDP the
-    weights are sharded: every rank takes part in gathering them, rank 0 writes.
+    Under DDP every rank holds the whole LoRA: rank 0 saves it. Under DeepSpeed / FSDP the weights
+    may be sharded: every rank takes part in gathering them, rank 0 writes.
     """
     state = None
     if world_size() > 1 and _sharded():

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cli.distributed import any_rank, world_size
+from cli.distributed import any_rank
 from cli.rundir import RunDir
 from cli.training.console import console, err_console
 from cli.training.rewards import RewardTracker
@@ -111,10 +111,8 @@ def make_callback(
             now = time.perf_counter()
             self.step_times.append(now - self.last)
             self.last = now
-            requested = interrupt is not None and interrupt.requested
-            if world_size() > 1:  # Ctrl-C reaches the ranks at slightly different steps: stop together
-                requested = any_rank(requested)
-            if requested:
+            # Ctrl-C reaches the ranks at slightly different steps: stop together.
+            if any_rank(interrupt is not None and interrupt.requested):
                 control.should_save = True
                 control.should_training_stop = True
             return control

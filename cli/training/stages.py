@@ -302,6 +302,7 @@ def run_grpo(
     train_s = time.perf_counter() - t0
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")
     n = int(trainer.state.global_step) - start_step
+    global_batch = batch * world_size() * g.grad_accum
     times = live.step_times
     typical = live.typical_step()
     reward_total = sum(float(r.get("reward_seconds") or 0) for r in live.rows)
@@ -312,8 +313,8 @@ def run_grpo(
         "world_size": world_size(),
         # What accelerate really set up (MULTI_GPU = DDP, FSDP, DEEPSPEED, MULTI_CPU = gloo DDP, NO).
         "distributed_type": str(getattr(trainer.accelerator, "distributed_type", "NO")).rpartition(".")[2],
-        "global_batch": batch * world_size() * g.grad_accum,
-        "samples_per_second": round(batch * world_size() * g.grad_accum / typical, 3) if typical else None,
+        "global_batch": global_batch,
+        "samples_per_second": round(global_batch / typical, 3) if typical else None,
         "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
         "steps": n,
         "global_step": int(trainer.state.global_step),
