@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
-from cli.distributed import barrier, is_main, local_rank, world_size
+from cli.distributed import barrier, is_main, local_rank
 from cli.rundir import RunDir, atomic_dir
 from cli.training.console import err_console
 
@@ -214,7 +214,9 @@ def checkpointing_args(backend: str, cfg: Any) -> dict[str, Any]:
     gc = cfg.lora.gradient_checkpointing
     if backend != "hf" or gc in ("", "none", "false", False, None) or not cuda_available():
         return {}
-    return {"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": False}}
+    # PEFT under ZeRO-3 needs the re-entrant variant (transformers forces it, with a warning, otherwise).
+    reentrant = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+    return {"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": reentrant}}
 
 
 def _torch_dtype(name: str) -> Any:
@@ -383,10 +385,12 @@ def save_trained_adapter(trainer: Any, model: Any, tokenizer: Any, dest: Path) -
     """The final adapter of a stage, from one or several processes.
 
     Under DDP every rank holds the whole LoRA: rank 0 saves it. Under DeepSpeed / FSDP the weights
-    may be sharded: every rank takes part in gathering them, rank 0 writes.
+    may be sharded: every rank takes part in gathering them, rank 0 writes. That holds for a single
+    process too: ZeRO-3 replaces every parameter by an empty placeholder even on one GPU, so the
+    model's own ``state_dict()`` would save zero-size tensors.
     """
     state = None
-    if world_size() > 1 and _sharded():
+    if _sharded():
         state = trainer.accelerator.get_state_dict(trainer.model_wrapped)
     save_adapter(model, tokenizer, dest, state_dict=state)
     barrier()
