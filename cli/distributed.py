@@ -357,7 +357,7 @@ def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
     and the user sees one line.
     """
     cmd = launch_command(config_path, argv)
-    proc = subprocess.Popen(cmd, env=child_env(plan), start_new_session=True)
+    proc = subprocess.Popen(cmd, env=child_env(plan), start_new_session=True, preexec_fn=_die_with_parent())
     presses = 0
 
     def forward(signum: int, frame: Any) -> None:
@@ -381,6 +381,33 @@ def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
         if proc.poll() is None:  # pragma: no cover - only if wait() itself failed
             proc.kill()
     return INTERRUPTED if presses and code in (0, INTERRUPTED) else code
+
+
+def _die_with_parent() -> Any:
+    """A ``preexec_fn`` that has the kernel SIGTERM the launcher when this process dies (Linux).
+
+    The launcher runs in its own session (see ``launch``), so nothing else would take it down if this
+    process were SIGKILLed (an OOM kill, a scheduler's hard kill, `kill -9`): the ranks would train on,
+    orphaned, holding the GPUs. torchrun's agent turns SIGTERM into stopping its ranks.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):  # pragma: no cover - not glibc/musl
+        return None
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:  # between fork and exec: keep it to system calls
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 def _signal_ranks(launcher_pid: int, sig: int) -> None:

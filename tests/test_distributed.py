@@ -347,3 +347,35 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
     saved = sorted((run / "grpo" / "checkpoints").glob("checkpoint-*"))
     assert len(saved) == 1 and (saved[0] / "adapter_model.safetensors").is_file()
     assert f"--resume --run {run}" in out
+
+
+@pytest.mark.slow
+def test_no_rank_outlives_a_killed_parent(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+    """SIGKILL (an OOM kill, `kill -9`) gives the parent no chance to stop the launcher, which runs in
+    its own session: the kernel's parent-death signal must still take every rank down."""
+    import psutil
+
+    run = fresh_copy(prepped, tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "grpo", "--run", str(run), "--backend", "hf", "--gpus", "2", "--cpu"]
+        + ["--max-steps", "100000", "--max-completion-length", "16", "--save-steps", "0"],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("grpo 1/100000"):
+            break
+    # Keep reading so that no rank blocks on a full pipe (it would then look alive, or hang, for that).
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    family = psutil.Process(proc.pid).children(recursive=True)
+    assert len(family) >= 3  # the launcher (torchrun's agent) and its two ranks
+    proc.kill()
+    proc.wait(timeout=30)
+    gone, alive = psutil.wait_procs(family, timeout=45)
+    for p in alive:  # do not leave them running if the check fails
+        p.kill()
+    assert not alive, f"{len(alive)} process(es) outlived the killed parent"
