@@ -1,8 +1,9 @@
 """Scale-out: `grpo grpo --gpus N` relaunches itself under `accelerate launch`.
 
 No home-made distribution: the parent process resolves and checks everything cheap (flags, rewards,
-data, GPUs, DeepSpeed, the vLLM server), writes ``<run>/grpo/accelerate.yaml`` — the same shapes as
-TRL's ``accelerate_configs`` (multi_gpu, zero2, zero3, fsdp2) — and runs
+data, GPUs, DeepSpeed, the vLLM server), writes ``<run>/grpo/accelerate.yaml`` (``accelerate.node<R>.yaml``
+with several nodes, which may share the run directory) — the same shapes as TRL's ``accelerate_configs``
+(multi_gpu, zero2, zero3, fsdp2) — and runs
 
     python -m accelerate.commands.launch --config_file <run>/grpo/accelerate.yaml -m cli grpo <same args>
 

@@ -122,6 +122,47 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
     assert summary["world_size"] == 1 and summary["global_step"] == 3 and summary["from"] == "checkpoint"
 
 
+@pytest.mark.slow
+def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`--num-nodes 2`: two launchers (one per "node", both on this host, like two machines on a shared
+    filesystem) meet at --main-address and train as one 2-rank job; each node launches from its own
+    config file, and only global rank 0 writes the run directory."""
+    run = fresh_copy(prepped, tmp_path)
+    port = _free_port()
+    procs = []
+    for node in (0, 1):
+        args = ["grpo", "--run", str(run), "--backend", "hf", "--cpu", "--gpus", "1", "--num-nodes", "2"]
+        args += ["--node-rank", str(node), "--main-address", f"127.0.0.1:{port}"]
+        args += ["--gens", "4", "--max-steps", "2", "--max-completion-length", "16", "--save-steps", "2"]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "cli", *args],
+                cwd=REPO,
+                env=_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    for node in (0, 1):
+        acc = load_config_from_file(str(run / "grpo" / f"accelerate.node{node}.yaml"))
+        assert (acc.machine_rank, acc.num_machines, acc.num_processes) == (node, 2, 2)
+        assert (acc.main_process_ip, acc.main_process_port) == ("127.0.0.1", port)
+    assert "grpo done: 2 steps" in outs[0] and "global batch 8" in outs[0]
+    assert "grpo 1/2" not in outs[1] and "grpo done" not in outs[1]  # node 1's rank is quiet
+    assert [r["step"] for r in metrics(run) if r["stage"] == "grpo"] == [1, 2]
+    stage = manifest(run)["stages"]["grpo"]
+    assert stage["distributed"]["num_nodes"] == 2 and stage["distributed_type"] == "MULTI_CPU"
+    assert stage["world_size"] == 2
+    ckpt = run / "grpo" / "checkpoints" / "checkpoint-2"
+    assert (ckpt / "rng_state_0.pth").is_file() and (ckpt / "rng_state_1.pth").is_file()
+    assert_adapter(run / "grpo" / "adapter")
+
+
 # ---- launcher errors: one line, before anything loads ------------------------------------------
 def test_gpus_without_a_gpu_says_so(runner, tmp_path: Path) -> None:
     import torch

@@ -342,7 +342,9 @@ def _relaunch(rd: RunDir, cfg: object, plan: Plan) -> None:
     """Start this same command under `accelerate launch` with a generated config; exit with its code."""
     dtype = str(getattr(cfg, "dtype", "auto"))
     precision = "fp16" if dtype in ("float16", "fp16") else "no" if dtype in ("float32", "fp32") else "bf16"
-    path = distributed.write_config(rd.grpo_dir / "accelerate.yaml", plan, precision)
+    # Several nodes may share the run directory (NFS): each node launches from its own file.
+    name = f"accelerate.node{plan.node_rank}.yaml" if plan.num_nodes > 1 else "accelerate.yaml"
+    path = distributed.write_config(rd.grpo_dir / name, plan, precision)
     argv = distributed.command_argv()
     err_console.print(
         f"grpo: {plan.world} processes ({plan.mode}, {plan.num_nodes} node(s)) via accelerate launch "
