@@ -92,6 +92,12 @@ class GRPOConfig:
     top_k: int | None = None
     beta: float = 0.0
     loss_type: str = "dapo"
+    # PPO clip range. Passed explicitly so that every backend trains the same objective: Unsloth turns an
+    # explicit loss_type "dapo" into the DAPO paper's clip-higher (0.28) and masked truncations unless
+    # told otherwise, while TRL keeps these defaults (what seed 000, which names no loss_type, ran).
+    epsilon: float = 0.2
+    epsilon_high: float | None = None  # None: same as epsilon; DAPO paper: 0.28
+    mask_truncated_completions: bool = False  # DAPO paper: true (truncated completions get no loss)
     scale_rewards: str = "group"
     batch_size: int | None = None  # per-device prompts*gens; None -> gens (one prompt per step)
     grad_accum: int = 1
@@ -145,8 +151,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "prep": {"dataset": "dapo"},
         "sft": {"max_steps": 60, "learning_rate": 2e-4, "batch_size": 2, "grad_accum": 4, "warmup_steps": 5},
         "grpo": {
-            "gens": 4, "max_steps": 100, "learning_rate": 5e-6, "weight_decay": 0.001, "warmup_ratio": 0.1,
-            "lr_scheduler": "linear", "temperature": 1.0, "min_p": 0.1,
+            "gens": 4,
+            "max_steps": 100,
+            "learning_rate": 5e-6,
+            "weight_decay": 0.001,
+            "warmup_ratio": 0.1,
+            "lr_scheduler": "linear",
+            "temperature": 1.0,
+            "min_p": 0.1,
         },
     },
     # Seed 001: Llama-3.2-3B-Instruct; r=64, alpha=128, rsLoRA + DoRA; <<..>>/\boxed{} format; cosine.
@@ -158,9 +170,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         "prep": {"dataset": "openr1"},
         "sft": {"max_steps": 10, "learning_rate": 5e-5, "batch_size": 2, "grad_accum": 4},
         "grpo": {
-            "gens": 4, "max_steps": 500, "learning_rate": 5e-6, "weight_decay": 0.001, "warmup_ratio": 0.1,
-            "lr_scheduler": "cosine", "temperature": 1.0, "min_p": 0.1,
-            "max_prompt_length": 512, "max_completion_length": 1024,
+            "gens": 4,
+            "max_steps": 500,
+            "learning_rate": 5e-6,
+            "weight_decay": 0.001,
+            "warmup_ratio": 0.1,
+            "lr_scheduler": "cosine",
+            "temperature": 1.0,
+            "min_p": 0.1,
+            "max_prompt_length": 512,
+            "max_completion_length": 1024,
             "rewards": [
                 {"name": "strict_format_reward_func"},
                 {"name": "int_parsable_reward_func"},
@@ -177,8 +196,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "prep": {"dataset": "dapo"},
         "sft": {"max_steps": 0, "epochs": 2, "learning_rate": 2e-4, "batch_size": 1, "grad_accum": 1},
         "grpo": {
-            "gens": 4, "max_steps": 100, "learning_rate": 5e-6, "weight_decay": 0.01, "warmup_ratio": 0.1,
-            "lr_scheduler": "linear", "temperature": 1.0, "save_steps": 100, "report_to": "swanlab",
+            "gens": 4,
+            "max_steps": 100,
+            "learning_rate": 5e-6,
+            "weight_decay": 0.01,
+            "warmup_ratio": 0.1,
+            "lr_scheduler": "linear",
+            "temperature": 1.0,
+            "save_steps": 100,
+            "report_to": "swanlab",
             "gpu_memory_utilization": 0.7,
         },
     },

@@ -100,6 +100,16 @@ def fresh_copy(prepped: Path, tmp_path: Path) -> Path:
     return run
 
 
+SEED000_OBJECTIVE = {
+    "loss_type": "dapo",
+    "beta": 0.0,
+    "epsilon": 0.2,
+    "epsilon_high": 0.2,
+    "mask_truncated_completions": False,
+    "scale_rewards": "group",
+}
+
+
 # ---- the chain, for real ------------------------------------------------------------------------
 @pytest.mark.slow
 def test_chain_unsloth_sft_grpo_resume(prepped: Path, tmp_path: Path) -> None:
@@ -156,6 +166,8 @@ def test_chain_unsloth_sft_grpo_resume(prepped: Path, tmp_path: Path) -> None:
         assert row["completions/mean_length"] <= 32
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
     assert summary["backend"] == "unsloth" and summary["from"] == "sft_adapter"
+    # Seed 000's objective (TRL's defaults), not the DAPO paper's that Unsloth picks for an explicit "dapo".
+    assert summary["objective"] == SEED000_OBJECTIVE
     assert summary["seconds_per_step"] > 0 and summary["reward_seconds"] >= 0
 
     stages = manifest(run)["stages"]
@@ -175,9 +187,13 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     run = fresh_copy(prepped, tmp_path)
     ok(grpo_cli("sft", "--run", str(run), "--backend", "hf", "--max-steps", "2"))
     assert_adapter(run / "sft" / "adapter")
+    dapo = tmp_path / "dapo.yaml"  # the DAPO paper's clip-higher and truncation masking, by config
+    dapo.write_text("grpo:\n  epsilon_high: 0.28\n  mask_truncated_completions: true\n")
     out = ok(
         grpo_cli(
             "grpo",
+            "--config",
+            str(dapo),
             "--run",
             str(run),
             "--backend",
@@ -200,6 +216,8 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
     assert summary["backend"] == "hf"
     assert summary["rewards"] == {"match_format_exactly": 2.0, "check_answer_accuracy": 0.5}
+    dapo_paper = {"epsilon_high": 0.28, "mask_truncated_completions": True}
+    assert summary["objective"] == {**SEED000_OBJECTIVE, **dapo_paper}
     assert manifest(run)["stages"]["grpo"]["backend"] == "hf"
 
 

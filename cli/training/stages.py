@@ -250,6 +250,9 @@ def run_grpo(
         max_steps=g.max_steps,
         beta=g.beta,
         loss_type=g.loss_type,
+        epsilon=g.epsilon,
+        epsilon_high=g.epsilon if g.epsilon_high is None else g.epsilon_high,
+        mask_truncated_completions=bool(g.mask_truncated_completions),
         scale_rewards=g.scale_rewards,
         reward_weights=[r.weight for r in rewards],
         max_grad_norm=g.max_grad_norm,
@@ -331,6 +334,8 @@ def run_grpo(
         "peak_gpu_gib": backends.peak_gpu_gib(),
         "final_reward": _last(trainer, "reward"),
         "rewards": {r.name: r.weight for r in rewards},
+        # The objective the trainer really ran (a backend may rewrite what it was given).
+        "objective": {k: getattr(trainer.args, k, None) for k in OBJECTIVE_KEYS},
         "adapter": str(dest),
         "data": data_info,
     }
@@ -342,6 +347,17 @@ def run_grpo(
         f"{peak} → adapter {dest}"
     )
     return summary
+
+
+# The GRPO objective as the trainer really ran it (a backend may rewrite what it was given).
+OBJECTIVE_KEYS = (
+    "loss_type",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "mask_truncated_completions",
+    "scale_rewards",
+)
 
 
 def vllm_note(g: Any, use_vllm: bool) -> str:
