@@ -13,6 +13,7 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.pop("GRPO_RUN", None)
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 # CI clones the repo next to a copy of shared/ (see notes/CONTEXT.md).
@@ -52,3 +53,26 @@ def tiny_run(tmp_path: Path, tiny_model_dir: Path) -> Path:
     (run / "base").mkdir(parents=True)
     (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
     return run
+
+
+@pytest.fixture(scope="module")
+def prepped(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, shared_data: Path) -> Path:
+    """A run directory after the real `grpo prep gsm8k --limit 64 --model tiny` (one per test module)."""
+    from helpers import invoke
+
+    run = tmp_path_factory.mktemp("prepped") / "run"
+    (run / "base").mkdir(parents=True)
+    (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
+    src = shared_data / "gsm8k" / "train.jsonl"
+    result = invoke("prep", "gsm8k", "--source", src, "--limit", "64", "--model", "tiny", "--run", run)
+    assert result.exit_code == 0, result.output
+    assert (run / "data" / "train.parquet").is_file()
+    return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's trained tiny run (helpers.make_run: SFT + GRPO adapters that answer in the format)."""
+    from helpers import shared_run
+
+    return shared_run(tmp_path_factory)

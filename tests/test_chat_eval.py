@@ -1,6 +1,6 @@
 """`grpo chat` (one-shot on each source, the REPL commands) and `grpo eval` on a tiny slice.
 
-Uses the run built by tests/test_export.py's helpers (tiny Qwen3 + real peft adapters trained to answer
+Uses the run built by tests/helpers.py's make_run (tiny Qwen3 + real peft adapters trained to answer
 in the format), shared through the session's temp folder.
 """
 
@@ -15,12 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_export import HAS_GGUF, REPO, copy_run, invoke, needs_gguf, one_error_line, shared_run
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_run(tmp_path_factory)
+from helpers import HAS_GGUF, REPO, copy_run, invoke, needs_gguf, one_error_line
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_train import REPO, _env, _fails, assert_adapter, fresh_copy, manifest, metrics, ok, prepped  # noqa: F401
+from helpers import REPO, assert_adapter, cli_env, fails_fast, fresh_copy, manifest, metrics, ok
 
 from cli import distributed
 from cli.distributed import Plan
@@ -50,12 +50,12 @@ def _same(a: float | None, b: float | None) -> bool:
 
 # ---- the real thing: 2 gloo processes, then resume in 1 ----------------------------------------
 @pytest.mark.slow
-def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> None:
     sft_run = fresh_copy(prepped, tmp_path / "sft")
-    ok(grpo_cli_env("sft", "--run", str(sft_run), "--backend", "hf", "--max-steps", "2", env=_env()))
+    ok(grpo_cli_env("sft", "--run", str(sft_run), "--backend", "hf", "--max-steps", "2", env=cli_env()))
     run = fresh_copy(sft_run, tmp_path)  # GRPO continues this SFT adapter
     dumps = tmp_path / "scored"
-    env = _env()
+    env = cli_env()
     env["GRPO_REWARD_LOG"] = str(dumps)
     args = ["--backend", "hf", "--gpus", "2", "--cpu", "--gens", "4", "--max-steps", "2"]
     args += ["--save-steps", "1", "--max-completion-length", "24"]
@@ -115,7 +115,7 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
     assert max(float((trained[k] - sft_w[k]).abs().max()) for k in trained) > 0
 
     # The 2-process checkpoint resumes in a single process.
-    out = ok(grpo_cli_env("grpo", "--run", str(run), "--resume", "--max-steps", "3", env=_env()))
+    out = ok(grpo_cli_env("grpo", "--run", str(run), "--resume", "--max-steps", "3", env=cli_env()))
     assert "start: checkpoint checkpoint-2" in out and "processes" not in out.split("grpo done")[0]
     assert (run / "grpo" / "checkpoints" / "checkpoint-3" / "adapter_model.safetensors").is_file()
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
@@ -123,7 +123,7 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:
     """`--num-nodes 2`: two launchers (one per "node", both on this host, like two machines on a shared
     filesystem) meet at --main-address and train as one 2-rank job; each node launches from its own
     config file, and only global rank 0 writes the run directory."""
@@ -138,7 +138,7 @@ def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:  # 
             subprocess.Popen(
                 [sys.executable, "-m", "cli", *args],
                 cwd=REPO,
-                env=_env(),
+                env=cli_env(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -169,16 +169,16 @@ def test_gpus_without_a_gpu_says_so(runner, tmp_path: Path) -> None:
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2"])
+    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2"])
     assert "no CUDA GPU" in line and "--cpu" in line
 
 
 def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
     args = ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--cpu", "--gens", "4"]
-    line = _fails(runner, [*args, "--gpus", "3", "--batch-size", "2"])
+    line = fails_fast(runner, [*args, "--gpus", "3", "--batch-size", "2"])
     assert "world size 3 × --batch-size 2 = 6" in line and "use --batch-size 4" in line
     # 2 processes × 2 completions = one group of 4 across the ranks: allowed (fails later, on the data).
-    line = _fails(runner, [*args, "--gpus", "2", "--batch-size", "2"])
+    line = fails_fast(runner, [*args, "--gpus", "2", "--batch-size", "2"])
     assert "grpo prep" in line
 
 
@@ -198,14 +198,16 @@ def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
     ],
 )
 def test_bad_launch_flags(runner, tmp_path: Path, extra: list[str], expect: str) -> None:
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", *extra])
+    line = fails_fast(
+        runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", *extra]
+    )
     assert expect in line
 
 
 def test_deepspeed_missing(runner, tmp_path: Path) -> None:
     if importlib.util.find_spec("deepspeed") is not None:
         pytest.skip("deepspeed is installed")
-    line = _fails(
+    line = fails_fast(
         runner,
         ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", "--deepspeed", "zero3"],
     )
@@ -213,7 +215,7 @@ def test_deepspeed_missing(runner, tmp_path: Path) -> None:
 
 
 def test_unsloth_is_one_gpu(runner, tmp_path: Path) -> None:
-    line = _fails(
+    line = fails_fast(
         runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "unsloth", "--gpus", "2", "--cpu"]
     )
     assert "--backend hf" in line
@@ -227,12 +229,12 @@ def _free_port() -> int:
 
 def test_vllm_server_unreachable(runner, tmp_path: Path) -> None:
     port = _free_port()  # nothing listens there any more
-    line = _fails(
+    line = fails_fast(
         runner,
         ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--vllm-server", f"127.0.0.1:{port}"],
     )
     assert f"vLLM server http://127.0.0.1:{port} is not reachable" in line and "grpo serve" in line
-    assert "expected HOST:PORT" in _fails(
+    assert "expected HOST:PORT" in fails_fast(
         runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", ":80"]
     )
 
@@ -260,13 +262,13 @@ def health_server():
 def test_vllm_server_reachable_but_vllm_missing(runner, tmp_path: Path, health_server: str) -> None:
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed")
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
+    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
     assert "vLLM is not installed" in line and "grpo[vllm]" in line
 
 
 def test_vllm_server_answering_an_error(runner, tmp_path: Path, health_server: str, monkeypatch) -> None:
     monkeypatch.setattr(_Health, "status", 503)
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
+    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
     assert "HTTP 503" in line
 
 
@@ -277,7 +279,7 @@ def test_serve(runner, tmp_path: Path) -> None:
     assert cmd[cmd.index("vllm-serve") + 1 : cmd.index("vllm-serve") + 3] == ["--model", "tiny"]
     assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max_model_len") + 1] == "2048"
     if importlib.util.find_spec("vllm") is None:
-        assert "vLLM is not installed" in _fails(runner, ["serve", "--run", str(tmp_path / "r")])
+        assert "vLLM is not installed" in fails_fast(runner, ["serve", "--run", str(tmp_path / "r")])
 
 
 # ---- the pieces --------------------------------------------------------------------------------
@@ -340,7 +342,7 @@ def test_only_rank_zero_writes_the_run_dir(tmp_path: Path, monkeypatch) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path) -> None:
     """Ctrl-C at the terminal reaches the parent's process group: the ranks stop after the same step,
     rank 0 writes one checkpoint and says so, nobody prints a traceback, and the exit code is 130."""
     import signal
@@ -367,7 +369,7 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
             "0",
         ],
         cwd=REPO,
-        env=_env(),
+        env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -391,7 +393,7 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_no_rank_outlives_a_killed_parent(prepped: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_no_rank_outlives_a_killed_parent(prepped: Path, tmp_path: Path) -> None:
     """SIGKILL (an OOM kill, `kill -9`) gives the parent no chance to stop the launcher, which runs in
     its own session: the kernel's parent-death signal must still take every rank down."""
     import psutil
@@ -401,7 +403,7 @@ def test_no_rank_outlives_a_killed_parent(prepped: Path, tmp_path: Path) -> None
         [sys.executable, "-m", "cli", "grpo", "--run", str(run), "--backend", "hf", "--gpus", "2", "--cpu"]
         + ["--max-steps", "100000", "--max-completion-length", "16", "--save-steps", "0"],
         cwd=REPO,
-        env=_env(),
+        env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

