@@ -242,6 +242,27 @@ def check_plan(plan: Plan) -> None:
             )
 
 
+def check_resume(checkpoint: Path, plan: Plan) -> None:
+    """A checkpoint resumes on any number of processes, but DeepSpeed keeps the optimizer its own way.
+
+    DeepSpeed writes its (partitioned) optimizer state under ``global_step*/`` and can only resume from
+    such a folder; a run without DeepSpeed reads ``optimizer.pt`` and cannot use DeepSpeed's.
+    """
+    from cli.common import err_console
+
+    by_deepspeed = any(checkpoint.glob("global_step*"))
+    if plan.deepspeed and not by_deepspeed:
+        raise GrpoError(
+            f"--resume --deepspeed {plan.deepspeed}: {checkpoint.name} was not written under DeepSpeed "
+            "(no global_step* folder): resume it without --deepspeed"
+        )
+    if by_deepspeed and not plan.deepspeed:
+        err_console.print(
+            f"[yellow]note:[/] {checkpoint.name} was written under DeepSpeed: without --deepspeed its "
+            "optimizer state stays behind (the adapter, step and schedule carry on; AdamW starts afresh)"
+        )
+
+
 def accelerate_config(plan: Plan, mixed_precision: str = "bf16") -> dict[str, Any]:
     """An accelerate config of the same shape as TRL's examples (multi_gpu / zero2 / zero3 / fsdp2)."""
     cfg: dict[str, Any] = {

@@ -214,6 +214,31 @@ def test_deepspeed_missing(runner, tmp_path: Path) -> None:
     assert "DeepSpeed is not installed" in line
 
 
+def _checkpoint(run: Path, step: int, *, deepspeed: bool) -> Path:
+    """A checkpoint folder as transformers lays it out (DeepSpeed adds global_step<N>/)."""
+    ckpt = run / "grpo" / "checkpoints" / f"checkpoint-{step}"
+    ckpt.mkdir(parents=True)
+    (ckpt / "adapter_model.safetensors").write_bytes(b"")
+    (ckpt / ("global_step2" if deepspeed else "optimizer.pt")).mkdir()
+    return ckpt
+
+
+def test_deepspeed_cannot_resume_a_plain_checkpoint(runner, tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    _checkpoint(run, 2, deepspeed=False)
+    args = ["grpo", "--run", str(run), "--backend", "hf", "--resume", "--deepspeed", "zero2"]
+    line = fails_fast(runner, args)
+    assert "checkpoint-2 was not written under DeepSpeed" in line and "without --deepspeed" in line
+
+
+def test_resuming_a_deepspeed_checkpoint_without_it_says_what_stays_behind(tmp_path: Path, capsys) -> None:
+    ckpt = _checkpoint(tmp_path, 2, deepspeed=True)
+    distributed.check_resume(ckpt, Plan())
+    assert "optimizer state stays behind" in capsys.readouterr().err
+    distributed.check_resume(ckpt, Plan(deepspeed="zero2"))  # the same mode: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def test_unsloth_is_one_gpu(runner, tmp_path: Path) -> None:
     line = fails_fast(
         runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "unsloth", "--gpus", "2", "--cpu"]

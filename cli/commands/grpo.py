@@ -264,6 +264,16 @@ def grpo(
     adapter = adapter if (adapter / "adapter_config.json").exists() else None
     uses_dora = backends.adapter_settings(adapter)["dora"] if adapter else cfg.lora.dora
     url = distributed.server_url(g.vllm_server) if g.vllm_server else None
+    checkpoint = None
+    if resume:
+        checkpoint = latest_checkpoint(rd.grpo_dir / "checkpoints")
+        if checkpoint is None:
+            raise GrpoError(
+                f"--resume: no checkpoint in {rd.grpo_dir / 'checkpoints'}: "
+                "run `grpo grpo --save-steps N` first"
+            )
+    if checkpoint is not None and not child:
+        distributed.check_resume(checkpoint, plan)
     if plan.wanted and not child:
         distributed.check_plan(plan)
     if url:
@@ -289,14 +299,6 @@ def grpo(
             )
             chosen = "hf"
     use_vllm = bool(g.vllm_server) or backends.decide_vllm(g.vllm)
-    checkpoint = None
-    if resume:
-        checkpoint = latest_checkpoint(rd.grpo_dir / "checkpoints")
-        if checkpoint is None:
-            raise GrpoError(
-                f"--resume: no checkpoint in {rd.grpo_dir / 'checkpoints'}: "
-                "run `grpo grpo --save-steps N` first"
-            )
     rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
     if adapter is None and checkpoint is None:
         err_console.print(
