@@ -5,7 +5,8 @@
 # save). Qwen3-0.6B-shaped random weights, hf backend, G=8 completions of 128 tokens, 4 steps each.
 # Needs: .gpu/base (shared/tools/gpu-bundle.sh), py_rewards/_core.abi3.so built here, and DeepSpeed's wheel
 # with the wheels it needs that the image lacks in .carry/ds (see bench/scale.md).
-# Usage (on the GPU machine, repo root): [ORDER='plain ds2 ds3 fsdp'] bash bench/h200_deepspeed_run.sh OUTDIR
+# Usage (on the GPU machine, repo root): [ORDER='plain ds2 ds3 fsdp'] [GPUS=2] bash bench/h200_deepspeed_run.sh OUTDIR
+# GPUS=N adds --gpus N to the sharded modes; ORDER may also hold 'ddp' (plain data parallel on GPUS, default 2).
 set -uo pipefail
 out=${1:?usage: h200_deepspeed_run.sh OUTDIR}; steps=${STEPS:-4}
 mkdir -p "$out"
@@ -25,7 +26,7 @@ python3 -m cli prep gsm8k --run /tmp/runs/plain --model /tmp/q06 --limit 400 --e
 python3 -m cli sft --run /tmp/runs/plain --backend hf --max-steps "${SFT_STEPS:-60}" --lr 1e-3 \
   > "$out/sft.log" 2>&1
 echo "sft: exit $? after $(( $(date +%s) - t0 )) s"; grep -E '^sft (done|[0-9])' "$out/sft.log" | tail -n 2
-for n in ds2 ds3 fsdp; do cp -r /tmp/runs/plain /tmp/runs/$n; done
+for n in ddp ds2 ds3 fsdp; do cp -r /tmp/runs/plain /tmp/runs/$n; done
 common=(--backend hf --gens 8 --max-completion-length 128 --max-steps "$steps" --save-steps 0 --lr 1e-4)
 run() {  # name, then grpo flags
   local name=$1; shift
@@ -37,10 +38,11 @@ run() {  # name, then grpo flags
 }
 for name in ${ORDER:-plain ds2 ds3 fsdp}; do
   case $name in
-    plain) run plain ;;
-    ds2) run ds2 --deepspeed zero2 ;;
-    ds3) run ds3 --deepspeed zero3 ;;
-    fsdp) run fsdp --fsdp ;;
+    plain) CUDA_VISIBLE_DEVICES=0 run plain ;;
+    ddp) run ddp --gpus "${GPUS:-2}" ;;
+    ds2) run ds2 --deepspeed zero2 ${GPUS:+--gpus "$GPUS"} ;;
+    ds3) run ds3 --deepspeed zero3 ${GPUS:+--gpus "$GPUS"} ;;
+    fsdp) run fsdp --fsdp ${GPUS:+--gpus "$GPUS"} ;;
   esac
 done
 python3 bench/adapter_compare.py /tmp/runs ${ORDER:-plain ds2 ds3 fsdp} --json "$out/adapters.json" \
