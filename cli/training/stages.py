@@ -334,7 +334,6 @@ def run_grpo(
         "peak_gpu_gib": backends.peak_gpu_gib(),
         "final_reward": _last(trainer, "reward"),
         "rewards": {r.name: r.weight for r in rewards},
-        # The objective the trainer really ran (a backend may rewrite what it was given).
         "objective": {k: getattr(trainer.args, k, None) for k in OBJECTIVE_KEYS},
         "adapter": str(dest),
         "data": data_info,
