@@ -49,7 +49,11 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def tiny_run(tmp_path: Path, tiny_model_dir: Path) -> Path:
     """A fresh run directory whose ``base/tiny`` links to the session's tiny model (no rebuild)."""
-    run = tmp_path / "run"
+    return _link_tiny(tmp_path / "run", tiny_model_dir)
+
+
+def _link_tiny(run: Path, tiny_model_dir: Path) -> Path:
+    """``run/base/tiny`` → the session's tiny model: `--model tiny` finds it without a rebuild."""
     (run / "base").mkdir(parents=True)
     (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
     return run
@@ -60,9 +64,7 @@ def prepped(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, shar
     """A run directory after the real `grpo prep gsm8k --limit 64 --model tiny` (one per test module)."""
     from helpers import invoke
 
-    run = tmp_path_factory.mktemp("prepped") / "run"
-    (run / "base").mkdir(parents=True)
-    (run / "base" / "tiny").symlink_to(tiny_model_dir, target_is_directory=True)
+    run = _link_tiny(tmp_path_factory.mktemp("prepped") / "run", tiny_model_dir)
     src = shared_data / "gsm8k" / "train.jsonl"
     result = invoke("prep", "gsm8k", "--source", src, "--limit", "64", "--model", "tiny", "--run", run)
     assert result.exit_code == 0, result.output
