@@ -31,6 +31,18 @@ def last_run(path: Path) -> tuple[list[dict], dict]:
     return steps, summary
 
 
+def smi_peaks(path: Path) -> str:
+    """Largest memory.used per GPU index in an nvidia-smi CSV sample (index, MiB), in GiB."""
+    if not path.exists():
+        return ""
+    peak: dict[str, float] = {}
+    for line in path.read_text().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[1].isdigit():
+            peak[parts[0]] = max(peak.get(parts[0], 0.0), int(parts[1]) / 1024)
+    return ", ".join(f"GPU{k} {v:.1f}" for k, v in sorted(peak.items()))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(__doc__.strip().splitlines()[2].strip())
@@ -52,14 +64,25 @@ def main(argv: list[str]) -> int:
             cells.append(f"{reward} / {r['loss']:.6g} / {r['grad_norm']:.5g}")
         print(f"| {i + 1} | " + " | ".join(cells) + " |")
     print()
-    print("| run | distributed_type | processes | steps | median s/step (after step 1) | peak GPU GiB |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(
+        "| run | distributed_type | processes | steps | median s/step (after step 1) | samples/s | "
+        "scaling efficiency vs plain | peak GiB (rank 0, torch) | peak GiB per GPU (nvidia-smi) |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    base_rate = None
     for n in names:
         steps, summary = runs[n]
         times = [r["step_seconds"] for r in steps[1:]] or [r["step_seconds"] for r in steps]
+        median = statistics.median(times)
+        batch = summary.get("global_batch") or 0
+        rate = batch / median if median else 0.0
+        procs = summary.get("world_size") or 1
+        if n == "plain":
+            base_rate = rate
+        eff = f"{100 * rate / (procs * base_rate):.0f} %" if base_rate and n != "plain" else ""
         print(
-            f"| {n} | {summary.get('distributed_type')} | {summary.get('world_size')} | {len(steps)} | "
-            f"{statistics.median(times):.2f} | {summary.get('peak_gpu_gib')} |"
+            f"| {n} | {summary.get('distributed_type')} | {procs} | {len(steps)} | {median:.2f} | "
+            f"{rate:.3f} | {eff} | {summary.get('peak_gpu_gib')} | {smi_peaks(root / f'{lead}{n}_smi.csv')} |"
         )
     return 0
 

@@ -109,7 +109,8 @@ class GRPOConfig:
     report_to: str = "none"  # tensorboard|wandb|swanlab|none
     vllm: str = "auto"  # auto|on|off: colocated vLLM through Unsloth's fast_inference
     vllm_server: str = ""  # HOST:PORT of a `trl vllm-serve` (grpo serve) server: TRL's server mode
-    gpu_memory_utilization: float = 0.6
+    # vLLM's share of the GPU: auto sizes it from the rollout (weights + KV + margin); a fraction overrides.
+    gpu_memory_utilization: float | str = "auto"
     max_grad_norm: float = 1.0
 
 
@@ -329,6 +330,9 @@ def validate(cfg: Config) -> None:
         raise GrpoError(f"unknown --report-to {cfg.grpo.report_to!r} (tensorboard, wandb, swanlab or none)")
     if cfg.grpo.vllm not in ("auto", "on", "off"):
         raise GrpoError(f"grpo.vllm must be auto, on or off, not {cfg.grpo.vllm!r}")
+    from cli.training.gpu_memory import parse_utilization
+
+    parse_utilization(cfg.grpo.gpu_memory_utilization)
     if not 0 < cfg.prep.prompt_quantile <= 1:
         raise GrpoError("prep.prompt_quantile must be in (0, 1]")
     if cfg.lora.r <= 0:

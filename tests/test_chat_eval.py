@@ -171,8 +171,27 @@ def test_eval_tiny_slice(run_dir, tmp_path):
         assert rows[stage]["format_compliance"] == 1.0
         assert rows[stage]["accuracy"] == 0.25
         assert 0 < rows[stage]["mean_completion_tokens"] < 24
+    # 95 % intervals: Wilson for the rates (1 of 4 correct), normal for the mean reward; the paired
+    # differences are over the same four prompts.
+    assert rows["grpo"]["accuracy_ci95"] == [0.0456, 0.6994]
+    assert (
+        rows["base"]["format_compliance_ci95"][0] == 0.0 and rows["base"]["format_compliance_ci95"][1] > 0.4
+    )
+    samples = [json.loads(x) for x in (run / "eval" / "samples.jsonl").read_text().splitlines()]
+    grpo_rewards = [s["reward"] for s in samples if s["checkpoint"] == "grpo"]
+    assert rows["grpo"]["mean_reward"] == round(sum(grpo_rewards) / 4, 4)
+    pairs = {(p["a"], p["b"]): p for p in report["paired"]}
+    assert set(pairs) == {("base", "sft"), ("sft", "grpo")}
+    base_rewards = [s["reward"] for s in samples if s["checkpoint"] == "base"]
+    diff = pairs[("base", "sft")]
+    assert diff["mean_reward_diff"] == round(
+        (sum(r for s in samples if s["checkpoint"] == "sft" for r in [s["reward"]]) - sum(base_rewards)) / 4,
+        4,
+    )
+    assert diff["ci95"][0] <= diff["mean_reward_diff"] <= diff["ci95"][1]
+    assert report["engine"] == "hf"
     md = (run / "eval" / "report.md").read_text()
-    assert "| After GRPO | 100.0% | 25.0% |" in md and "Format Compliance (%)" in md
+    assert "| After GRPO | 100.0% [51.0, 100.0] | 25.0% [4.6, 69.9] |" in md and "Format Compliance (%)" in md
     if importlib.util.find_spec("matplotlib") is not None:
         assert (run / "eval" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len((run / "eval" / "samples.jsonl").read_text().splitlines()) == 12

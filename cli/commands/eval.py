@@ -44,7 +44,9 @@ GEN_PANEL = "Generation"
 ACCURACY_DEFINITION = (
     "correct = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the extracted solution "
     "equals the gold answer as a number (thousands separators allowed); "
-    "format compliance = match_format_exactly > 0"
+    "format compliance = match_format_exactly > 0; "
+    "reward = match_format_exactly + check_answer_accuracy (seed 000's scores); intervals are 95 % "
+    "(Wilson for rates, normal for the mean reward, paired bootstrap over prompts for differences)"
 )
 
 BUNDLED = {"gsm8k": "gsm8k_test.jsonl", "math": "math500.jsonl", "math500": "math500.jsonl"}
@@ -108,13 +110,29 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"# grpo eval — {meta['data']} ({meta['n']} problems, greedy, "
         f"max {meta['max_new_tokens']} new tokens)",
         "",
-        "| Model Checkpoint | Format Compliance (%) | Accuracy (%) | Avg Completion Length (Tokens) |",
-        "|---|---:|---:|---:|",
+        "| Model Checkpoint | Format Compliance (%) | Accuracy (%) | Mean reward "
+        "| Avg Completion Length (Tokens) |",
+        "|---|---:|---:|---:|---:|",
     ]
+
+    def pct(r: dict[str, Any], key: str) -> str:
+        lo, hi = r.get(f"{key}_ci95") or (None, None)
+        band = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None else ""
+        return f"{100 * r[key]:.1f}%{band}"
+
     for r in results:
+        lo, hi = r.get("mean_reward_ci95") or (None, None)
+        reward = f"{r.get('mean_reward', float('nan')):.3f}" + (
+            f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""
+        )
         lines.append(
-            f"| {r['label']} | {100 * r['format_compliance']:.1f}% | {100 * r['accuracy']:.1f}% | "
+            f"| {r['label']} | {pct(r, 'format_compliance')} | {pct(r, 'accuracy')} | {reward} | "
             f"{r['mean_completion_tokens']:.0f} |"
+        )
+    for pair in meta.get("paired") or []:
+        lines.append(
+            f"\n{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "
+            f"[{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}] (paired bootstrap over prompts)"
         )
     lines += ["", f"Definitions: {ACCURACY_DEFINITION}.", f"Rewards scored by `{meta['rewards']}`.", ""]
     return "\n".join(lines)
@@ -155,6 +173,34 @@ def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
 
 
 LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
+
+
+def intervals(format_ok: list[bool], correct: list[bool], rewards: list[float]) -> dict[str, Any]:
+    """95 % intervals: Wilson for the two rates, normal for the mean reward (format + answer rewards)."""
+    from cli.stats import mean_ci, wilson
+
+    n = len(rewards)
+    mean, lo, hi = mean_ci(rewards)
+    return {
+        "format_compliance_ci95": [round(x, 4) for x in wilson(sum(format_ok), n)],
+        "accuracy_ci95": [round(x, 4) for x in wilson(sum(correct), n)],
+        "mean_reward": round(mean, 4),
+        "mean_reward_ci95": [round(lo, 4), round(hi, 4)],
+    }
+
+
+def paired_differences(per_prompt: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Later checkpoint minus earlier, on the same prompts (sft − base, grpo − sft)."""
+    from cli.stats import paired_bootstrap
+
+    out = []
+    for a, b in (("base", "sft"), ("sft", "grpo")):
+        if a in per_prompt and b in per_prompt:
+            diff, lo, hi = paired_bootstrap(per_prompt[a], per_prompt[b])
+            out.append(
+                {"a": a, "b": b, "mean_reward_diff": round(diff, 4), "ci95": [round(lo, 4), round(hi, 4)]}
+            )
+    return out
 
 
 @handle_errors
@@ -204,12 +250,21 @@ def eval_(
     batch_size: Annotated[
         int, typer.Option("--batch-size", min=1, help="Prompts decoded together.", rich_help_panel=GEN_PANEL)
     ] = 8,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="auto (vLLM when installed and a GPU is visible: all prompts at once), hf or vllm.",
+            rich_help_panel=GEN_PANEL,
+        ),
+    ] = "auto",
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from cli import inference as inf
     from cli.models import resolve_model
+    from cli.vllm_generate import choose_engine, generate_all
 
     rd = RunDir(run)
     if dry_run:
@@ -234,14 +289,31 @@ def eval_(
         if stage != "base":
             inf.load_adapter_tensors(adapters[stage])  # corrupt file: one line before any model loads
     rd.ensure()  # fails with one line when the run directory is not writable
+    engine = choose_engine(engine)
 
     base_path = resolve_model(cfg, rd)
     tokenizer = inf.load_tokenizer(base_path, spec)
-    base = inf.load_hf(base_path)
     prompts = [inf.prompt_text(tokenizer, spec, r["question"]) for r in rows]
     answers = [r["answer"] for r in rows]
+    engine_info: dict[str, Any] = {"engine": "hf", "batch_size": batch_size}
+    pregenerated: dict[str, list[Any]] = {}
+    if engine == "vllm":
+        t_gen = time.time()
+        pregenerated, engine_info = generate_all(
+            str(base_path),
+            tokenizer,
+            prompts,
+            checkpoints,
+            adapters,
+            max_new_tokens=max_new_tokens,
+            progress=lambda stage, n: err_console.print(f"{stage:>4}: {n} completions (vLLM)"),
+        )
+        engine_info["generation_seconds"] = round(time.time() - t_gen, 2)
+    base = inf.load_hf(base_path) if engine == "hf" else None
 
     peft_model = None
+    rewards_source = ""
+    per_prompt: dict[str, list[float]] = {}
     results: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
     with Progress(
@@ -255,7 +327,9 @@ def eval_(
         for stage in checkpoints:
             task = progress.add_task(f"{stage:>4}", total=len(prompts))
             start = time.time()
-            if stage == "base":
+            if stage in pregenerated:
+                model, ctx = None, None
+            elif stage == "base":
                 model, ctx = base, None
                 if peft_model is not None:
                     ctx = peft_model.disable_adapter()
@@ -269,7 +343,10 @@ def eval_(
                     current = stage
                 peft_model.set_adapter(current)
                 model, ctx = peft_model, None
-            if ctx is not None:
+            if stage in pregenerated:
+                gens = pregenerated[stage]
+                progress.advance(task, len(gens))
+            elif ctx is not None:
                 with ctx:
                     gens = inf.hf_generate(
                         model,
@@ -292,6 +369,8 @@ def eval_(
             completions = [g.text for g in gens]
             sc = inf.score(spec, completions, answers, prompts=[spec.messages(r["question"]) for r in rows])
             lengths = [len(g.tokens) for g in gens]
+            rewards = [f + a for f, a in zip(sc.format, sc.accuracy, strict=True)]
+            per_prompt[stage] = rewards
             results.append(
                 {
                     "checkpoint": stage,
@@ -304,10 +383,11 @@ def eval_(
                     "hit_max_new_tokens": sum(1 for n in lengths if n >= max_new_tokens) / len(lengths),
                     "mean_match_format_exactly": sc.mean("format"),
                     "mean_check_answer_accuracy": sc.mean("accuracy"),
+                    **intervals(sc.format_ok, sc.correct, rewards),
                     "seconds": round(seconds, 2),
                 }
             )
-            for r, g, f, c in zip(rows, gens, sc.format_ok, sc.correct, strict=False):
+            for r, g, f, c, rw in zip(rows, gens, sc.format_ok, sc.correct, rewards, strict=False):
                 samples.append(
                     {
                         "checkpoint": stage,
@@ -317,6 +397,7 @@ def eval_(
                         "tokens": len(g.tokens),
                         "format_ok": f,
                         "correct": c,
+                        "reward": rw,
                     }
                 )
             rewards_source = sc.source
@@ -332,12 +413,15 @@ def eval_(
         "rewards": rewards_source,
         "definitions": ACCURACY_DEFINITION,
         "skipped": skipped,
+        **engine_info,
     }
-    report = {**meta, "results": results}
+    report = {**meta, "results": results, "paired": paired_differences(per_prompt)}
     png = plot_png(results, f"grpo eval — {data_label}, n={len(rows)}, greedy")
     with atomic_dir(rd.eval_dir) as tmp:
         (tmp / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        (tmp / "report.md").write_text(markdown_table(results, meta), encoding="utf-8")
+        (tmp / "report.md").write_text(
+            markdown_table(results, {**meta, "paired": report["paired"]}), encoding="utf-8"
+        )
         if png is not None:
             (tmp / "eval.png").write_bytes(png)
         with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
@@ -372,6 +456,11 @@ def eval_(
             f"{r['seconds']:.1f}s",
         )
     console.print(table)
+    for pair in report["paired"]:
+        console.print(
+            f"{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "
+            f"[{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}] (95 %, paired bootstrap, {len(rows)} prompts)"
+        )
     written = ["report.json", "report.md", "samples.jsonl"] + (["eval.png"] if png is not None else [])
     console.print(f"report: {rd.eval_dir} ({', '.join(written)})")
     if png is None:

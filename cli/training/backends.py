@@ -239,7 +239,13 @@ def _torch_dtype(name: str) -> Any:
 
 # ---- loading ------------------------------------------------------------------------------------
 def load_for_training(
-    cfg: Any, run: RunDir, *, backend: str, adapter: Path | None = None, use_vllm: bool = False
+    cfg: Any,
+    run: RunDir,
+    *,
+    backend: str,
+    adapter: Path | None = None,
+    use_vllm: bool = False,
+    vllm_utilization: float | None = None,
 ) -> tuple[Any, Any]:
     """Base model + a trainable LoRA (continuing ``adapter`` when given) and the run's tokenizer."""
     from cli.models import resolve_model
@@ -247,7 +253,7 @@ def load_for_training(
     path = resolve_model(cfg, run)
     lora = lora_settings(cfg, adapter)
     if backend == "unsloth":
-        model, tokenizer = _load_unsloth(cfg, path, lora, use_vllm)
+        model, tokenizer = _load_unsloth(cfg, path, lora, use_vllm, vllm_utilization)
     else:
         model, tokenizer = _load_hf(cfg, path, lora)
     tokenizer = _prepare_tokenizer(tokenizer, cfg)
@@ -265,7 +271,9 @@ def _prepare_tokenizer(tokenizer: Any, cfg: Any) -> Any:
     return tok
 
 
-def _load_unsloth(cfg: Any, path: str, lora: dict[str, Any], use_vllm: bool) -> tuple[Any, Any]:
+def _load_unsloth(
+    cfg: Any, path: str, lora: dict[str, Any], use_vllm: bool, utilization: float | None
+) -> tuple[Any, Any]:
     from unsloth import FastLanguageModel
 
     kwargs: dict[str, Any] = {
@@ -275,10 +283,13 @@ def _load_unsloth(cfg: Any, path: str, lora: dict[str, Any], use_vllm: bool) -> 
         "load_in_4bit": cfg.load_in_4bit,
     }
     if use_vllm:
+        # Unsloth's standby mode replaces any share below ~0.88 of the card by its own (124 GiB on an
+        # H200 for a 4B model): keep the share planned for the rollout (cli.training.gpu_memory).
+        os.environ["UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE"] = "1"
         kwargs.update(
             fast_inference=True,
             max_lora_rank=lora["r"],
-            gpu_memory_utilization=cfg.grpo.gpu_memory_utilization,
+            gpu_memory_utilization=utilization if utilization is not None else 0.6,
         )
     try:
         model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)

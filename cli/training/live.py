@@ -21,6 +21,7 @@ from typing import Any
 from cli.distributed import any_rank
 from cli.rundir import RunDir
 from cli.training.console import console, err_console
+from cli.training.gpu_memory import DevicePeak, PhaseMemory
 from cli.training.rewards import RewardTracker
 
 HINT_ZERO_STD = (
@@ -87,6 +88,9 @@ def make_callback(
     interrupt: Interrupt | None = None,
     reward_names: list[str] | None = None,
     quiet: bool = False,
+    memory: PhaseMemory | None = None,
+    device_peak: DevicePeak | None = None,
+    vllm_gib: float | None = None,
 ) -> Any:
     """A ``transformers.TrainerCallback`` (built here so the module imports without transformers)."""
     from transformers import TrainerCallback
@@ -111,6 +115,8 @@ def make_callback(
             now = time.perf_counter()
             self.step_times.append(now - self.last)
             self.last = now
+            if memory is not None:
+                memory.step_end()
             # Ctrl-C reaches the ranks at slightly different steps: stop together.
             if any_rank(interrupt is not None and interrupt.requested):
                 control.should_save = True
@@ -155,6 +161,15 @@ def make_callback(
                 row.update(taken)
                 row["reward_share"] = round(taken["reward_seconds"] / window, 4) if window > 0 else None
             row["peak_gpu_gib"] = peak_gpu_gib()
+            if memory is not None:
+                gen = memory.take_gen_seconds()
+                row["generation_seconds"] = round(gen, 4)
+                row["generation_share"] = round(gen / window, 4) if window > 0 else None
+                row["train_peak_gib"] = memory.train_peak_gib
+            if vllm_gib is not None:
+                row["vllm_gib"] = vllm_gib
+            if device_peak is not None:
+                row["gpu_peak_gib"] = device_peak.peak_gib
             self.rows.append(row)
             run.log_metrics(row)
             if not quiet:
@@ -184,7 +199,14 @@ def make_callback(
                 parts.append(f"{row['step_seconds']:.2f} s/step")
             if row.get("reward_share") is not None:
                 parts.append(f"rewards {row['reward_share']:.1%} of time")
-            if row.get("peak_gpu_gib") is not None:
+            if row.get("train_peak_gib") is not None:
+                mem = f"mem: train {row['train_peak_gib']:.1f}"
+                if row.get("vllm_gib") is not None:
+                    mem += f", vLLM {row['vllm_gib']:.1f}"
+                if row.get("gpu_peak_gib") is not None:
+                    mem += f", GPU {row['gpu_peak_gib']:.1f}"
+                parts.append(mem + " GiB")
+            elif row.get("peak_gpu_gib") is not None:
                 parts.append(f"peak {row['peak_gpu_gib']:.1f} GiB")
             parts.append(f"ETA {_fmt_s(row.get('eta_seconds'))}")
             console.print(" │ ".join(parts), soft_wrap=True)

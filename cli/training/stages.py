@@ -21,6 +21,7 @@ from cli.distributed import any_rank, launched, world_size
 from cli.rundir import RunDir
 from cli.training import backends
 from cli.training.console import console, err_console
+from cli.training.gpu_memory import DevicePeak, PhaseMemory, VllmPlan, model_shape, plan_vllm
 from cli.training.live import Interrupt, make_callback, quiet_trainer
 from cli.training.rewards import Reward, RewardTracker, wrap_rewards
 
@@ -210,9 +211,16 @@ def run_grpo(
     from cli.training.data import grpo_dataset
 
     g = cfg.grpo
+    batch = g.batch_size or g.gens
+    plan = _vllm_plan(cfg, run, batch) if use_vllm and not g.vllm_server else None
     t_load = time.perf_counter()
     model, tokenizer = backends.load_for_training(
-        cfg, run, backend=backend, adapter=adapter, use_vllm=use_vllm and backend == "unsloth"
+        cfg,
+        run,
+        backend=backend,
+        adapter=adapter,
+        use_vllm=use_vllm and backend == "unsloth",
+        vllm_utilization=plan.utilization if plan else None,
     )
     dataset, max_prompt, data_info = grpo_dataset(cfg, run, tokenizer)
     load_s = time.perf_counter() - t_load
@@ -222,14 +230,13 @@ def run_grpo(
             f"max_seq_length {cfg.max_seq_length} leaves no room for completions after prompts of "
             f"{max_prompt} tokens: raise max_seq_length or set --max-completion-length"
         )
-    batch = g.batch_size or g.gens
     tracker = RewardTracker()
     funcs = wrap_rewards(rewards, tracker, cfg.format_spec())
     vllm_args: dict[str, Any] = {}
     if g.vllm_server:
         vllm_args = _vllm_server_args(cfg, tokenizer)
     elif use_vllm:
-        vllm_args = _vllm_args(cfg, tokenizer, backend)
+        vllm_args = _vllm_args(cfg, tokenizer, backend, plan)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     if g.report_to == "tensorboard":
@@ -267,6 +274,8 @@ def run_grpo(
         f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
         soft_wrap=True,
     )
+    if plan is not None:
+        console.print(f"grpo: {plan.describe()}", soft_wrap=True)
     if (adapter and backends.adapter_settings(adapter)["dora"]) or (not adapter and cfg.lora.dora):
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
     trainer = GRPOTrainer(
@@ -274,6 +283,9 @@ def run_grpo(
     )
     quiet_trainer(trainer)
     interrupt = Interrupt()
+    memory = PhaseMemory()
+    memory.wrap(trainer)
+    device_peak = DevicePeak().start()
     live = make_callback(
         run,
         "grpo",
@@ -281,6 +293,9 @@ def run_grpo(
         tracker=tracker,
         interrupt=interrupt,
         reward_names=[r.name for r in rewards],
+        memory=memory,
+        device_peak=device_peak,
+        vllm_gib=plan.vllm_gib if plan else None,
     )
     trainer.add_callback(live)
     start_step = 0
@@ -303,6 +318,7 @@ def run_grpo(
         resume_hint=f"continue with `grpo grpo --resume --run {run.path}`",
     )
     train_s = time.perf_counter() - t0
+    device_peak.stop()
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")
     n = int(trainer.state.global_step) - start_step
     global_batch = batch * world_size() * g.grad_accum
@@ -332,6 +348,11 @@ def run_grpo(
         "reward_seconds": round(reward_total, 4),
         "reward_share": round(reward_total / train_s, 4) if train_s > 0 else None,
         "peak_gpu_gib": backends.peak_gpu_gib(),
+        # Apart: the training part of a step, vLLM's share, and the whole device (nvidia-smi's figure).
+        "train_peak_gib": memory.train_peak_gib,
+        "vllm_gib": plan.vllm_gib if plan else None,
+        "vllm_gpu_memory_utilization": plan.utilization if plan else None,
+        "gpu_peak_gib": device_peak.peak_gib,
         "final_reward": _last(trainer, "reward"),
         "rewards": {r.name: r.weight for r in rewards},
         "objective": {k: getattr(trainer.args, k, None) for k in OBJECTIVE_KEYS},
@@ -339,7 +360,7 @@ def run_grpo(
         "data": data_info,
     }
     run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **summary})
-    peak = f", peak GPU {summary['peak_gpu_gib']} GiB" if summary["peak_gpu_gib"] is not None else ""
+    peak = memory_note(summary)
     console.print(
         f"grpo done: {n} steps in {train_s:.1f} s ({summary['seconds_per_step']} s/step, first "
         f"{summary['first_step_seconds']} s), rewards {100 * (summary['reward_share'] or 0):.2f}% of time"
@@ -384,7 +405,42 @@ def _vllm_server_args(cfg: Any, tokenizer: Any) -> dict[str, Any]:
     }
 
 
-def _vllm_args(cfg: Any, tokenizer: Any, backend: str) -> dict[str, Any]:
+def memory_note(summary: dict[str, Any]) -> str:
+    """ ", train peak 9.1 GiB, vLLM 12.0 GiB, GPU 15.2 GiB" — only the figures that were measured."""
+    parts = []
+    if summary.get("train_peak_gib") is not None:
+        parts.append(f"train peak {summary['train_peak_gib']} GiB")
+    elif summary.get("peak_gpu_gib") is not None:
+        parts.append(f"peak GPU {summary['peak_gpu_gib']} GiB")
+    if summary.get("vllm_gib") is not None:
+        parts.append(f"vLLM {summary['vllm_gib']} GiB")
+    if summary.get("gpu_peak_gib") is not None:
+        parts.append(f"GPU in use {summary['gpu_peak_gib']} GiB")
+    return "".join(f", {p}" for p in parts)
+
+
+def _vllm_plan(cfg: Any, run: RunDir, batch: int) -> VllmPlan:
+    """vLLM's share of the GPU for this run's rollouts (before the model loads: vLLM starts first)."""
+    import torch
+
+    from cli.models import resolve_model
+    from cli.training.data import read_stats
+
+    g = cfg.grpo
+    prompt = int(g.max_prompt_length or read_stats(run).get("max_prompt_length") or cfg.max_seq_length // 2)
+    completion = int(g.max_completion_length or max(cfg.max_seq_length - prompt, 1))
+    total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    return plan_vllm(
+        g.gpu_memory_utilization,
+        model_shape(resolve_model(cfg, run)),
+        sequences=batch * g.grad_accum,  # TRL generates steps_per_generation (= grad_accum) batches at once
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_bytes=int(total),
+    )
+
+
+def _vllm_args(cfg: Any, tokenizer: Any, backend: str, plan: VllmPlan | None = None) -> dict[str, Any]:
     """Rollouts through vLLM (GPU only): Unsloth's colocated engine, or TRL's colocate mode under hf."""
     g = cfg.grpo
     stops = cfg.format_spec().stop_strings(tokenizer.eos_token)
@@ -405,6 +461,6 @@ def _vllm_args(cfg: Any, tokenizer: Any, backend: str) -> dict[str, Any]:
     return {
         "use_vllm": True,
         "vllm_mode": "colocate",
-        "vllm_gpu_memory_utilization": g.gpu_memory_utilization,
+        "vllm_gpu_memory_utilization": plan.utilization if plan else 0.3,
         "generation_kwargs": {"stop": stops, "include_stop_str_in_output": True},
     }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One GPU, one call: GRPO step time and memory with and without vLLM rollouts, and against a plain
+# Unsloth + TRL + vLLM script with the same settings. Qwen3-4B-shaped random weights, LoRA r=16 rsLoRA,
+# G=8 completions of 1024 tokens for one prompt per step (the random model never samples EOS).
+#   off    grpo grpo --vllm off                      (HF generate)
+#   auto   grpo grpo --vllm on                       (gpu_memory_utilization: auto, the default)
+#   u06    grpo grpo --vllm on, gpu_memory_utilization 0.6
+#   plain  bench/h200_grpo_plain.py, vLLM at auto's share (the same engine settings as `auto`)
+# nvidia-smi samples the GPU's memory during each run (<name>_smi.csv): what the card really held.
+# Needs vLLM importable (shared/tools/vllm-bundle.sh), Unsloth/TRL on PYTHONPATH, py_rewards built.
+# Usage (GPU machine, repo root): [ORDER='off auto u06 plain'] [STEPS=5] bash bench/h200_vllm_run.sh OUTDIR
+set -uo pipefail
+out=${1:?usage: h200_vllm_run.sh OUTDIR}; steps=${STEPS:-5}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+python3 -c "import torch, transformers, trl, peft, vllm; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'vllm', vllm.__version__)" 2>&1 | tail -1 | tee -a "$out/gpu.txt"
+[ -d /tmp/q4b ] || python3 bench/make_random_model.py --out /tmp/q4b 2>&1 | tail -1
+rm -rf /tmp/vruns
+python3 -m cli prep gsm8k --run /tmp/vruns/off --model /tmp/q4b --limit 400 --eval-size 8 2>&1 | tail -1
+for n in auto u06; do cp -r /tmp/vruns/off /tmp/vruns/$n; done
+printf 'grpo:\n  gpu_memory_utilization: 0.6\n' > /tmp/vruns/u06.yaml
+common=(--gens 8 --max-completion-length 1024 --max-steps "$steps" --save-steps 0)
+sample() { nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 250 > "$out/$1_smi.csv" & echo $!; }
+for name in ${ORDER:-off auto u06 plain}; do
+  s=$(date +%s); smi=$(sample "$name")
+  case $name in
+    off) timeout 300 python3 -m cli grpo --run /tmp/vruns/off "${common[@]}" --vllm off > "$out/off.log" 2>&1 ;;
+    auto) timeout 300 python3 -m cli grpo --run /tmp/vruns/auto "${common[@]}" --vllm on > "$out/auto.log" 2>&1 ;;
+    u06) timeout 300 python3 -m cli grpo --run /tmp/vruns/u06 "${common[@]}" --vllm on --config /tmp/vruns/u06.yaml \
+           > "$out/u06.log" 2>&1 ;;
+    plain)
+      util=$(python3 -c "import json; print([json.loads(l) for l in open('/tmp/vruns/auto/logs/metrics.jsonl') if 'grpo_summary' in l][-1]['vllm_gpu_memory_utilization'])" 2>/dev/null || echo 0.1)
+      UNSLOTH_VLLM_STANDBY=1 UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1 timeout 300 python3 bench/h200_grpo_plain.py \
+        --model /tmp/q4b --steps "$steps" --gens 8 --completion-len 1024 --gpu-memory-utilization "$util" \
+        --out /tmp/plain > "$out/plain.log" 2>&1 ;;
+  esac
+  rc=$?; kill "$smi" 2>/dev/null
+  peak=$(sort -t, -k2 -n "$out/${name}_smi.csv" | tail -1 | cut -d, -f2)
+  echo "$name: exit $rc in $(( $(date +%s) - s )) s, nvidia-smi peak ${peak:-?} MiB"
+  grep -E '^(grpo (done|[0-9]|: vLLM)|error|\{"s_per_step)' "$out/$name.log" | tail -n 3 | cut -c1-400
+  [ -f /tmp/vruns/$name/logs/metrics.jsonl ] && cp /tmp/vruns/$name/logs/metrics.jsonl "$out/${name}_metrics.jsonl"
+done
+true
