@@ -13,7 +13,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 rm -rf /tmp/sruns
 python3 -m cli prep gsm8k --run /tmp/sruns/s --model /tmp/q4b --limit 400 --eval-size 8 2>&1 | tail -1
 s=$(date +%s)
-CUDA_VISIBLE_DEVICES=0 setsid python3 -m cli serve --run /tmp/sruns/s --port "$port" > "$out/serve.log" 2>&1 &
+CUDA_VISIBLE_DEVICES=0 setsid python3 -m cli serve --run /tmp/sruns/s --port "$port" --gpu-memory-utilization "${SERVE_UTIL:-0.3}" > "$out/serve.log" 2>&1 &
 spid=$!
 for _ in $(seq 1 120); do
   curl -sf "http://127.0.0.1:$port/health" > /dev/null && break

@@ -66,6 +66,35 @@ def launched() -> bool:
     return os.environ.get(LAUNCHED_ENV) == "1"
 
 
+def _gpus_on_machine() -> list[str]:
+    """GPU indices the NVIDIA driver lists (no CUDA call: it would freeze CUDA_VISIBLE_DEVICES)."""
+    root = Path("/proc/driver/nvidia/gpus")
+    try:
+        return [str(i) for i in range(len(list(root.iterdir())))]
+    except OSError:
+        return []
+
+
+def one_gpu_per_process() -> str | None:
+    """A stage running as one process where several GPUs are visible trains on the first of them.
+
+    transformers' Trainer would otherwise wrap the model in ``nn.DataParallel`` (which TRL's trainers
+    refuse: seen on a 2-GPU H200 machine, `grpo sft` failed). Several GPUs are used through
+    ``grpo grpo --gpus N``. Must run before the first CUDA call. Returns the note to print, if any.
+    """
+    if launched():
+        return None
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = [d.strip() for d in raw.split(",") if d.strip()] if raw is not None else _gpus_on_machine()
+    if len(devices) <= 1:
+        return None
+    os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]
+    return (
+        f"{len(devices)} GPUs visible: this stage trains on GPU {devices[0]} "
+        "(grpo grpo --gpus N spreads GRPO over several; CUDA_VISIBLE_DEVICES picks one)"
+    )
+
+
 @dataclass
 class Plan:
     """How `grpo grpo` spreads over processes (the launcher flags)."""

@@ -303,11 +303,34 @@ def test_serve(runner, tmp_path: Path) -> None:
     cmd = yaml.safe_load(result.output)["serve"]["command"]
     assert cmd[cmd.index("vllm-serve") + 1 : cmd.index("vllm-serve") + 3] == ["--model", "tiny"]
     assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max_model_len") + 1] == "2048"
+    # This interpreter's TRL, through a module that runs: `python -m trl.cli` has no __main__ in TRL 1.15
+    # (the server never started on the H200 that way).
+    assert cmd[:3] == [sys.executable, "-m", "trl.cli.main"]
+    head = subprocess.run([*cmd[:3], "vllm-serve", "--help"], capture_output=True, text=True, timeout=120)
+    assert head.returncode == 0 and "--gpu_memory_utilization" in head.stdout, head.stderr[-2000:]
     if importlib.util.find_spec("vllm") is None:
         assert "vLLM is not installed" in fails_fast(runner, ["serve", "--run", str(tmp_path / "r")])
 
 
 # ---- the pieces --------------------------------------------------------------------------------
+def test_one_process_trains_on_one_gpu(monkeypatch) -> None:
+    """A single process that sees several GPUs keeps the first (Trainer would wrap the model in
+    nn.DataParallel, which TRL refuses: `grpo sft` failed so on a 2-GPU H200 machine)."""
+    from cli import distributed
+
+    monkeypatch.delenv(distributed.LAUNCHED_ENV, raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    note = distributed.one_gpu_per_process()
+    assert note is not None and "2 GPUs visible" in note and "GPU 2" in note
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
+    assert distributed.one_gpu_per_process() is None  # one left: nothing to do
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert distributed.one_gpu_per_process() is None  # none visible (CPU)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setenv(distributed.LAUNCHED_ENV, "1")  # a rank under accelerate launch: leave it
+    assert distributed.one_gpu_per_process() is None and os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
 def test_accelerate_configs_load_in_accelerate(tmp_path: Path) -> None:
     from accelerate.commands.config.config_args import load_config_from_file
 

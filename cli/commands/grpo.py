@@ -250,6 +250,10 @@ def grpo(
     g = cfg.grpo
     plan = Plan(gpus, num_nodes, node_rank, main_address, deepspeed, fsdp, cpu)
     child = distributed.launched()
+    if not plan.wanted:
+        note = distributed.one_gpu_per_process()  # before anything asks CUDA about its devices
+        if note:
+            err_console.print(f"[yellow]note:[/] {note}")
     # Cheap checks first: a bad flag fails in a second, before any model is loaded.
     batch = g.batch_size or g.gens
     distributed.check_batch(batch, g.gens, distributed.world_size() if child else plan.world, g.grad_accum)

@@ -13,7 +13,6 @@ Example: grpo serve --run runs/qwen --port 8000
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 import sys
 from typing import Annotated
@@ -45,10 +44,12 @@ def serve_command(
     gpu_memory_utilization: float,
     max_model_len: int,
 ) -> list[str]:
-    trl = shutil.which("trl")
-    head = [trl] if trl else [sys.executable, "-m", "trl.cli"]
+    # This interpreter's TRL (a `trl` script on PATH may belong to another environment). `trl.cli` is a
+    # package without __main__ in TRL 1.15: `python -m trl.cli` fails (seen on the H200).
     return [
-        *head,
+        sys.executable,
+        "-m",
+        "trl.cli.main",
         "vllm-serve",
         "--model",
         model_path,

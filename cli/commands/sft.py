@@ -20,6 +20,7 @@ from cli.common import (
     ModelOpt,
     PresetOpt,
     RunOpt,
+    err_console,
     handle_errors,
 )
 from cli.rundir import RunDir, resolve_config
@@ -84,8 +85,12 @@ def sft(
     )
     if not (rd.data_dir / "sft.parquet").exists():  # openmath-mini's SFT set, else the train set's solutions
         rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
+    from cli import distributed
     from cli.training.backends import choose_backend
 
+    note = distributed.one_gpu_per_process()
+    if note:
+        err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
     rd.save_config(cfg)  # remembers the model (and flags) for the next stages
     from cli.training.stages import run_sft

@@ -8,8 +8,9 @@ the rollout needs instead: the weights, the KV cache for one generation batch (c
 
 Three figures are reported apart, because they answer different questions:
 
-- ``train_peak_gib``: the largest torch allocation during the training part of a step (log-probs and
-  backward), after generation: what the optimizer side needs;
+- ``train_extra_gib``: what the training part of a step (log-probs and backward, after generation)
+  allocates on top of what is resident (weights, vLLM's cache); ``train_peak_gib`` is that part's
+  whole torch peak, resident memory included;
 - ``vllm_gib``: the share vLLM was given (``gpu_memory_utilization`` × the card);
 - ``gpu_peak_gib``: the largest device-wide use seen while the stage ran (what ``nvidia-smi`` shows),
   sampled by a background thread through NVML.
@@ -213,13 +214,16 @@ def _visible_devices() -> list[int | str]:
 
 
 class PhaseMemory:
-    """Training-phase peak: torch's peak is reset when a generation batch has been made, so what is
-    read at the step's end is the log-prob + backward part only (vLLM's KV cache, allocated through
-    torch in the colocated engine, is left out)."""
+    """Training-phase memory. torch's peak is reset when a generation batch has been made, and what is
+    resident then (the weights, vLLM's KV cache in the colocated engine) is noted, so at the step's end
+    ``train_peak`` is the largest torch allocation of the log-prob + backward part, and ``train_extra``
+    what that part added on top of the resident memory (activations, gradients, optimizer state)."""
 
     def __init__(self) -> None:
         self.train_peak_bytes = 0
+        self.train_extra_bytes = 0
         self.gen_seconds = 0.0
+        self._resident = 0
 
     def wrap(self, trainer: Any) -> None:
         import time
@@ -236,6 +240,7 @@ class PhaseMemory:
             self.gen_seconds += time.perf_counter() - t0
             if torch.cuda.is_available():
                 torch.cuda.reset_peak_memory_stats()
+                self._resident = int(torch.cuda.memory_allocated())
             return out
 
         trainer._generate_and_score_completions = timed
@@ -244,7 +249,9 @@ class PhaseMemory:
         import torch
 
         if torch.cuda.is_available():
-            self.train_peak_bytes = max(self.train_peak_bytes, int(torch.cuda.max_memory_allocated()))
+            peak = int(torch.cuda.max_memory_allocated())
+            self.train_peak_bytes = max(self.train_peak_bytes, peak)
+            self.train_extra_bytes = max(self.train_extra_bytes, peak - self._resident)
 
     def take_gen_seconds(self) -> float:
         out, self.gen_seconds = self.gen_seconds, 0.0
@@ -253,3 +260,7 @@ class PhaseMemory:
     @property
     def train_peak_gib(self) -> float | None:
         return round(self.train_peak_bytes / GIB, 2) if self.train_peak_bytes else None
+
+    @property
+    def train_extra_gib(self) -> float | None:
+        return round(self.train_extra_bytes / GIB, 2) if self.train_peak_bytes else None

@@ -166,6 +166,7 @@ def make_callback(
                 row["generation_seconds"] = round(gen, 4)
                 row["generation_share"] = round(gen / window, 4) if window > 0 else None
                 row["train_peak_gib"] = memory.train_peak_gib
+                row["train_extra_gib"] = memory.train_extra_gib
             if vllm_gib is not None:
                 row["vllm_gib"] = vllm_gib
             if device_peak is not None:
@@ -199,8 +200,8 @@ def make_callback(
                 parts.append(f"{row['step_seconds']:.2f} s/step")
             if row.get("reward_share") is not None:
                 parts.append(f"rewards {row['reward_share']:.1%} of time")
-            if row.get("train_peak_gib") is not None:
-                mem = f"mem: train {row['train_peak_gib']:.1f}"
+            if row.get("train_extra_gib") is not None:
+                mem = f"mem: train +{row['train_extra_gib']:.1f}"
                 if row.get("vllm_gib") is not None:
                     mem += f", vLLM {row['vllm_gib']:.1f}"
                 if row.get("gpu_peak_gib") is not None:

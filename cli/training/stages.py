@@ -350,6 +350,7 @@ def run_grpo(
         "peak_gpu_gib": backends.peak_gpu_gib(),
         # Apart: the training part of a step, vLLM's share, and the whole device (nvidia-smi's figure).
         "train_peak_gib": memory.train_peak_gib,
+        "train_extra_gib": memory.train_extra_gib,
         "vllm_gib": plan.vllm_gib if plan else None,
         "vllm_gpu_memory_utilization": plan.utilization if plan else None,
         "gpu_peak_gib": device_peak.peak_gib,
@@ -408,8 +409,8 @@ def _vllm_server_args(cfg: Any, tokenizer: Any) -> dict[str, Any]:
 def memory_note(summary: dict[str, Any]) -> str:
     """ ", train peak 9.1 GiB, vLLM 12.0 GiB, GPU 15.2 GiB" — only the figures that were measured."""
     parts = []
-    if summary.get("train_peak_gib") is not None:
-        parts.append(f"train peak {summary['train_peak_gib']} GiB")
+    if summary.get("train_extra_gib") is not None:
+        parts.append(f"training +{summary['train_extra_gib']} GiB over the resident weights")
     elif summary.get("peak_gpu_gib") is not None:
         parts.append(f"peak GPU {summary['peak_gpu_gib']} GiB")
     if summary.get("vllm_gib") is not None:
