@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,9 @@ def generate_all(
     )
     inputs = [{"prompt_token_ids": list(x)} for x in ids]
     out: dict[str, list[Any]] = {}
+    seconds: dict[str, float] = {}
     for n, stage in enumerate(checkpoints, start=1):
+        t0 = time.perf_counter()
         lora = LoRARequest(stage, n, str(used[stage])) if stage in used else None
         results = llm.generate(inputs, params, lora_request=lora, use_tqdm=False)
         gens = []
@@ -119,6 +122,8 @@ def generate_all(
             toks = _trim(list(res.outputs[0].token_ids), eos, pad)
             gens.append(Generation(prompt, tokenizer.decode(toks, skip_special_tokens=False), toks))
         out[stage] = gens
+        seconds[stage] = round(time.perf_counter() - t0, 2)
         if progress is not None:
             progress(stage, len(gens))
-    return out, {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib}
+    info = {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib}
+    return out, {**info, "stage_seconds": seconds}

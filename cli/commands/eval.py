@@ -365,7 +365,7 @@ def eval_(
                     batch_size=batch_size,
                     progress=lambda n, t=task: progress.advance(t, n),
                 )
-            seconds = time.time() - start
+            seconds = engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             completions = [g.text for g in gens]
             sc = inf.score(spec, completions, answers, prompts=[spec.messages(r["question"]) for r in rows])
             lengths = [len(g.tokens) for g in gens]

@@ -1,0 +1,211 @@
+"""Tables, intervals and training curves for the Gemma-3-270M GPU learning run (bench/learning-gpu.md).
+
+    python bench/learning_gpu_report.py bench/results/learning-gpu --json bench/learning-gpu.json \
+        --png bench/learning-gpu.png
+
+Reads what bench/h200_learning_run.sh (and the follow-up GRPO run) brought back:
+- ``eval3_samples.jsonl.gz``: base, SFT and GRPO (lr 2e-5, 220 steps) scored in one `grpo eval --engine vllm`
+  on the whole GSM8K test split;
+- ``g2_samples.jsonl.gz``: the second GRPO run (lr 5e-6, 150 steps), same prompts, its own eval call;
+- ``eval_samples.jsonl.gz``: the first eval (base, SFT), to show how far vLLM's greedy decoding repeats
+  itself across calls;
+- ``g2_metrics.jsonl``: the run's logs/metrics.jsonl (SFT, then both GRPO attempts).
+Per checkpoint: format %, accuracy %, mean reward with 95 % intervals; differences against SFT with a paired
+bootstrap over prompts (cli/stats.py, the same code `grpo eval` uses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from cli.stats import mean_ci, paired_bootstrap, wilson  # noqa: E402
+
+LABELS = {
+    "base": "Base (pretrained)",
+    "sft": "SFT (250 steps)",
+    "grpo_lr2e-5": "GRPO lr 2e-5, 220 steps",
+    "grpo_lr5e-6": "GRPO lr 5e-6, 150 steps",
+}
+
+
+KEYS = ("reward", "frac_reward_zero_std", "completions/mean_length")
+
+
+def load(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def checkpoints(root: Path) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for row in load(root / "eval3_samples.jsonl.gz"):
+        key = "grpo_lr2e-5" if row["checkpoint"] == "grpo" else row["checkpoint"]
+        out.setdefault(key, []).append(row)
+    out["grpo_lr5e-6"] = load(root / "g2_samples.jsonl.gz")
+    questions = [r["question"] for r in out["sft"]]
+    for key, rows in out.items():
+        if [r["question"] for r in rows] != questions:
+            raise SystemExit(f"{key}: prompts differ from SFT's: cannot pair")
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    n = len(rows)
+    fmt = sum(bool(r["format_ok"]) for r in rows)
+    acc = sum(bool(r["correct"]) for r in rows)
+    mean, lo, hi = mean_ci([float(r["reward"]) for r in rows])
+    return {
+        "n": n,
+        "format_pct": round(100 * fmt / n, 2),
+        "format_ci95": [round(100 * x, 2) for x in wilson(fmt, n)],
+        "accuracy_pct": round(100 * acc / n, 2),
+        "accuracy_ci95": [round(100 * x, 2) for x in wilson(acc, n)],
+        "mean_reward": round(mean, 4),
+        "mean_reward_ci95": [round(lo, 4), round(hi, 4)],
+        "mean_completion_tokens": round(sum(r["tokens"] for r in rows) / n, 1),
+        "hit_256_tokens_pct": round(100 * sum(r["tokens"] >= 256 for r in rows) / n, 2),
+    }
+
+
+def paired(a: list[dict], b: list[dict]) -> dict:
+    out = {}
+    for key, get in (
+        ("mean_reward", lambda r: float(r["reward"])),
+        ("accuracy", lambda r: float(bool(r["correct"]))),
+        ("format", lambda r: float(bool(r["format_ok"]))),
+    ):
+        diff, lo, hi = paired_bootstrap([get(r) for r in a], [get(r) for r in b], iters=5000, seed=0)
+        scale = 1 if key == "mean_reward" else 100
+        out[key] = {"diff": round(scale * diff, 4), "ci95": [round(scale * lo, 4), round(scale * hi, 4)]}
+    return out
+
+
+def curves(metrics: Path) -> list[list[dict]]:
+    """The GRPO attempts in a metrics file: a new attempt starts where the step count restarts."""
+    runs: list[list[dict]] = []
+    for line in metrics.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("stage") != "grpo":
+            continue
+        if not runs or row["step"] <= runs[-1][-1]["step"]:
+            runs.append([])
+        runs[-1].append(row)
+    return runs
+
+
+def smooth(values: list[float], k: int = 10) -> list[float]:
+    out, acc = [], 0.0
+    for i, v in enumerate(values):
+        acc += v
+        if i >= k:
+            acc -= values[i - k]
+        out.append(acc / min(i + 1, k))
+    return out
+
+
+def plot(runs: list[list[dict]], names: list[str], png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("reward", "reward (sum of the 4 seed-000 rewards)"),
+        ("reward_std", "reward std within groups"),
+        ("frac_reward_zero_std", "share of groups with zero spread"),
+        ("completions/mean_length", "completion length (tokens)"),
+        ("rewards/check_answer_accuracy/mean", "check_answer_accuracy"),
+        ("rewards/match_format_exactly/mean", "match_format_exactly"),
+    ]
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    for ax, (key, title) in zip(axes.flat, panels, strict=True):
+        for rows, name in zip(runs, names, strict=True):
+            steps = [r["step"] for r in rows]
+            vals = [float(r.get(key) or 0.0) for r in rows]
+            line = ax.plot(steps, vals, alpha=0.25, linewidth=0.8)[0]
+            ax.plot(steps, smooth(vals), color=line.get_color(), linewidth=1.8, label=name)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("GRPO step (64 completions = 8 prompts x G=8)")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=9)
+    fig.suptitle("Gemma-3-270M GRPO on GSM8K, one H200, vLLM rollouts (thin: per step; thick: 10-step mean)")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("root", type=Path)
+    p.add_argument("--json", type=Path)
+    p.add_argument("--png", type=Path)
+    args = p.parse_args(argv)
+    cps = checkpoints(args.root)
+    result: dict = {"checkpoints": {k: summary(v) for k, v in cps.items()}, "vs_sft": {}}
+    for key in ("grpo_lr2e-5", "grpo_lr5e-6"):
+        result["vs_sft"][key] = paired(cps["sft"], cps[key])
+    result["sft_vs_base"] = paired(cps["base"], cps["sft"])
+    first = [r for r in load(args.root / "eval_samples.jsonl.gz") if r["checkpoint"] == "sft"]
+    same = sum(a["completion"] == b["completion"] for a, b in zip(first, cps["sft"], strict=True))
+    result["sft_repeat"] = {
+        "identical_completions": same,
+        "n": len(first),
+        "first_call": summary(first),
+        "note": "two `grpo eval --engine vllm` calls of the same SFT adapter (greedy, bf16)",
+        "second_minus_first": paired(first, cps["sft"]),
+    }
+    runs = curves(args.root / "g2_metrics.jsonl")
+    names = ["lr 2e-5 (stopped at 220)", "lr 5e-6 (150 steps)"]
+    result["training"] = {}
+    for rows, name in zip(runs, names, strict=True):
+        def avg(key: str, part: list[dict]) -> float:
+            return round(sum(float(r.get(key) or 0) for r in part) / len(part), 4)
+
+        head, tail = rows[:20], rows[-20:]
+        result["training"][name] = {
+            "steps": len(rows),
+            "median_step_seconds": sorted(r["step_seconds"] for r in rows[1:])[len(rows[1:]) // 2],
+            **{f"first20_{k}": avg(k, head) for k in KEYS},
+            **{f"last20_{k}": avg(k, tail) for k in KEYS},
+        }
+    print("| checkpoint | format % [95 % CI] | accuracy % [95 % CI] | mean reward [95 % CI] | mean tokens |")
+    print("|---|---:|---:|---:|---:|")
+    for key, s in result["checkpoints"].items():
+        fmt = f"{s['format_pct']:.1f} [{s['format_ci95'][0]:.1f}, {s['format_ci95'][1]:.1f}]"
+        print(
+            f"| {LABELS[key]} | {fmt} | "
+            f"{s['accuracy_pct']:.2f} [{s['accuracy_ci95'][0]:.2f}, {s['accuracy_ci95'][1]:.2f}] | "
+            f"{s['mean_reward']:.3f} [{s['mean_reward_ci95'][0]:.3f}, {s['mean_reward_ci95'][1]:.3f}] | "
+            f"{s['mean_completion_tokens']:.0f} |"
+        )
+    print()
+    print("| difference (paired over 1,319 prompts) | mean reward [95 % CI] | accuracy pts | format pts |")
+    print("|---|---:|---:|---:|")
+    rows_out = [("SFT − base", result["sft_vs_base"])] + [
+        (f"{LABELS[k]} − SFT", v) for k, v in result["vs_sft"].items()
+    ]
+    rows_out.append(("SFT, second eval call − first (control)", result["sft_repeat"]["second_minus_first"]))
+    for label, d in rows_out:
+        cells = [
+            f"{d[k]['diff']:+.3f} [{d[k]['ci95'][0]:+.3f}, {d[k]['ci95'][1]:+.3f}]"
+            for k in ("mean_reward", "accuracy", "format")
+        ]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print()
+    print(json.dumps(result["training"], indent=1))
+    print(f"SFT repeat: {same}/{len(first)} identical greedy completions across two vLLM eval calls")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.png:
+        plot(runs, names, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
