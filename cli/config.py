@@ -7,6 +7,9 @@ The resolved config is written to ``<run>/config.yaml`` by each stage, so later 
 from __future__ import annotations
 
 import copy
+import math
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -239,15 +242,100 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             f"known: {', '.join(sorted(known))}"
         )
     kwargs: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)
     for name, value in data.items():
         section = _SECTIONS.get(name) if cls is Config else None
         if section is not None:
             kwargs[name] = _build(section, value, name)
         elif name == "rewards":
             kwargs[name] = _rewards(value)
+        elif name == "format":
+            kwargs[name] = value  # a preset name or a mapping: FormatSpec checks it
         else:
-            kwargs[name] = value
+            kwargs[name] = _coerce(value, hints[name], f"{where}.{name}".lstrip("."))
     return cls(**kwargs)
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    """``value`` as the field's type, or one error that names the key.
+
+    YAML 1.1 reads ``1e-3`` as a string (it wants ``1.0e-3``) and ``"2"`` stays a string: numbers written as
+    text are taken as numbers; anything else of the wrong type (``max_steps: two``) is refused here, before
+    the run saves the config or loads a model.
+    """
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(value, option, key)
+            except GrpoError as exc:
+                errors.append(str(exc))
+        if len(errors) == 1:
+            raise GrpoError(errors[0])
+        raise GrpoError(f"config {key!r}: {value!r} is not {_type_name(hint)}")
+    if typing.get_origin(hint) is list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise GrpoError(f"config {key!r}: expected a list, got {value!r}")
+        inner = args[0] if args else str
+        return [_coerce(v, inner, key) for v in value]
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        word = value.strip().lower() if isinstance(value, str) else None
+        if word in _TRUE or word in _FALSE:
+            return word in _TRUE
+        raise GrpoError(f"config {key!r}: expected true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool):
+            raise GrpoError(f"config {key!r}: expected a whole number, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = math.nan
+            if math.isfinite(number) and number.is_integer():
+                return int(number)
+        raise GrpoError(f"config {key!r}: expected a whole number, got {value!r}")
+    if hint is float:
+        if isinstance(value, bool):
+            raise GrpoError(f"config {key!r}: expected a number, got {value!r}")
+        if isinstance(value, (int, float)):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                raise GrpoError(f"config {key!r}: expected a number, got {value!r}") from None
+        else:
+            raise GrpoError(f"config {key!r}: expected a number, got {value!r}")
+        if not math.isfinite(number):
+            raise GrpoError(f"config {key!r}: expected a finite number, got {value!r}")
+        return number
+    if hint is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise GrpoError(f"config {key!r}: expected text, got {value!r}")
+    return value
+
+
+def _type_name(hint: Any) -> str:
+    names = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
+    options = [a for a in typing.get_args(hint) if a is not type(None)]
+    parts = [names.get(a, getattr(a, "__name__", str(a))) for a in options]
+    return " or ".join(parts)
 
 
 def _rewards(value: Any) -> list[RewardSpec]:
@@ -337,9 +425,63 @@ def validate(cfg: Config) -> None:
         raise GrpoError("prep.prompt_quantile must be in (0, 1]")
     if cfg.lora.r <= 0:
         raise GrpoError("lora.r must be positive")
+    _check_ranges(cfg)
     if cfg.sft.max_example_tokens < 0:
         raise GrpoError("sft.max_example_tokens must be 0 (max_seq_length/2) or positive")
     cfg.format_spec()  # raises on a bad format section
+
+
+def _check_ranges(cfg: Config) -> None:
+    """Values that type-check but make no sense: refused with the key, before anything runs."""
+    g, t, lora = cfg.grpo, cfg.sft, cfg.lora
+    rules: list[tuple[str, Any, bool, str]] = [
+        ("max_seq_length", cfg.max_seq_length, cfg.max_seq_length >= 16, "at least 16"),
+        ("grpo.max_steps", g.max_steps, g.max_steps >= 1, "at least 1"),
+        ("grpo.learning_rate", g.learning_rate, g.learning_rate > 0, "positive"),
+        ("grpo.temperature", g.temperature, g.temperature > 0, "positive"),
+        ("grpo.min_p", g.min_p, 0 <= g.min_p <= 1, "in [0, 1]"),
+        ("grpo.top_p", g.top_p, 0 < g.top_p <= 1, "in (0, 1]"),
+        ("grpo.top_k", g.top_k, g.top_k is None or g.top_k >= 0, "0 (off) or more"),
+        ("grpo.beta", g.beta, g.beta >= 0, "0 or more"),
+        ("grpo.epsilon", g.epsilon, g.epsilon > 0, "positive"),
+        ("grpo.epsilon_high", g.epsilon_high, g.epsilon_high is None or g.epsilon_high > 0, "positive"),
+        ("grpo.warmup_ratio", g.warmup_ratio, 0 <= g.warmup_ratio < 1, "in [0, 1)"),
+        ("grpo.weight_decay", g.weight_decay, g.weight_decay >= 0, "0 or more"),
+        ("grpo.grad_accum", g.grad_accum, g.grad_accum >= 1, "at least 1"),
+        ("grpo.batch_size", g.batch_size, g.batch_size is None or g.batch_size >= 1, "at least 1"),
+        ("grpo.save_steps", g.save_steps, g.save_steps >= 0, "0 (no checkpoints) or more"),
+        ("grpo.logging_steps", g.logging_steps, g.logging_steps >= 1, "at least 1"),
+        ("grpo.max_grad_norm", g.max_grad_norm, g.max_grad_norm > 0, "positive"),
+        (
+            "grpo.max_completion_length",
+            g.max_completion_length,
+            g.max_completion_length is None or g.max_completion_length >= 1,
+            "at least 1",
+        ),
+        (
+            "grpo.max_prompt_length",
+            g.max_prompt_length,
+            g.max_prompt_length is None or g.max_prompt_length >= 1,
+            "at least 1",
+        ),
+        ("sft.max_steps", t.max_steps, t.max_steps >= 0, "0 (use sft.epochs) or more"),
+        ("sft.epochs", t.epochs, t.epochs is None or t.epochs > 0, "positive"),
+        ("sft.learning_rate", t.learning_rate, t.learning_rate > 0, "positive"),
+        ("sft.batch_size", t.batch_size, t.batch_size >= 1, "at least 1"),
+        ("sft.grad_accum", t.grad_accum, t.grad_accum >= 1, "at least 1"),
+        ("sft.warmup_steps", t.warmup_steps, t.warmup_steps >= 0, "0 or more"),
+        ("sft.num_examples", t.num_examples, t.num_examples >= 1, "at least 1"),
+        ("sft.logging_steps", t.logging_steps, t.logging_steps >= 1, "at least 1"),
+        ("lora.alpha", lora.alpha, lora.alpha > 0, "positive"),
+        ("lora.dropout", lora.dropout, 0 <= lora.dropout < 1, "in [0, 1)"),
+        ("prep.eval_size", cfg.prep.eval_size, cfg.prep.eval_size >= 0, "0 or more"),
+        ("prep.limit", cfg.prep.limit, cfg.prep.limit is None or cfg.prep.limit >= 1, "at least 1"),
+    ]
+    for key, value, ok, want in rules:
+        if not ok:
+            raise GrpoError(f"config {key!r} must be {want}, not {value!r}")
+    if t.max_steps == 0 and t.epochs is None:
+        raise GrpoError("config 'sft.max_steps' is 0: set sft.epochs, or a number of steps")
 
 
 def to_yaml(cfg: Config) -> str:

@@ -109,8 +109,13 @@ def resolve_model(cfg: Any, run: RunDir) -> str:
         if not (path / "config.json").exists():
             raise GrpoError(f"model folder {path} has no config.json")
         return str(path)
-    if name.startswith((".", "/", "~")):
+    if name.startswith((".", "/", "~")) or len(path.parts) > 2:
         raise GrpoError(f"model path {name} does not exist")
+    if len(path.parts) == 2 and Path(path.parts[0]).is_dir():
+        raise GrpoError(
+            f"model path {name} does not exist (read as a local path: ./{path.parts[0]} is a folder here, "
+            "so it is not taken for a hub id)"
+        )
     return name  # a hub id
 
 

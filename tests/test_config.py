@@ -1,0 +1,97 @@
+"""cli/config.py: values are coerced to their declared types or refused with the key, before anything runs.
+
+Issue 11 rows 4 and 5: `grpo: {learning_rate: 1e-3}` (YAML 1.1 reads a string), `max_steps: "two"`,
+negative rates and `max_steps: -5` were accepted, saved into the run's config.yaml and failed later
+(or trained a whole epoch).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import fails_fast
+
+from cli.common import GrpoError
+from cli.config import PRESETS, resolve
+
+
+def test_yaml_strings_that_are_numbers_become_numbers(tmp_path: Path) -> None:
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(
+        "grpo:\n  learning_rate: 1e-3\n  max_steps: '20'\n  gpu_memory_utilization: '0.25'\n"
+        "lora:\n  rslora: 'no'\n"
+    )
+    assert yaml.safe_load(cfg_file.read_text())["grpo"]["learning_rate"] == "1e-3"  # what YAML 1.1 hands us
+    cfg = resolve(config_file=cfg_file)
+    assert cfg.grpo.learning_rate == 0.001 and cfg.grpo.max_steps == 20
+    assert cfg.grpo.gpu_memory_utilization == 0.25 and cfg.lora.rslora is False
+    assert resolve().grpo.gpu_memory_utilization == "auto"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"grpo.max_steps": "two"}, "config 'grpo.max_steps': expected a whole number, got 'two'"),
+        ({"grpo.max_steps": 2.5}, "config 'grpo.max_steps': expected a whole number, got 2.5"),
+        ({"grpo.learning_rate": "fast"}, "config 'grpo.learning_rate': expected a number, got 'fast'"),
+        ({"grpo.learning_rate": "nan"}, "config 'grpo.learning_rate': expected a finite number"),
+        ({"lora.rslora": "maybe"}, "config 'lora.rslora': expected true or false, got 'maybe'"),
+        ({"lora.target_modules": 3}, "config 'lora.target_modules': expected a list, got 3"),
+        ({"grpo.max_steps": -5}, "config 'grpo.max_steps' must be at least 1, not -5"),
+        ({"grpo.learning_rate": -1e-5}, "config 'grpo.learning_rate' must be positive"),
+        ({"grpo.temperature": 0}, "config 'grpo.temperature' must be positive, not 0.0"),
+        ({"grpo.min_p": 1.5}, "config 'grpo.min_p' must be in [0, 1]"),
+        ({"sft.max_steps": 0}, "config 'sft.max_steps' is 0: set sft.epochs"),
+        ({"lora.dropout": 1}, "config 'lora.dropout' must be in [0, 1)"),
+    ],
+)
+def test_bad_values_name_their_key(override: dict, message: str) -> None:
+    with pytest.raises(GrpoError) as info:
+        resolve(overrides=override)
+    assert message in str(info.value)
+
+
+def test_presets_resolve() -> None:
+    for name in PRESETS:
+        cfg = resolve(preset=name)
+        assert cfg.preset == name and cfg.grpo.max_steps >= 1
+
+
+def test_a_bad_config_changes_nothing_in_the_run(runner, tmp_path: Path) -> None:
+    """Refused before the run saves its config: the run directory is exactly as it was."""
+    run = tmp_path / "run"
+    (run / "data").mkdir(parents=True)
+    (run / "config.yaml").write_text("model: tiny\n")
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    bad = tmp_path / "bad.yaml"
+    for text, key in (
+        ("grpo:\n  max_steps: two\n", "grpo.max_steps"),
+        ("grpo:\n  max_steps: -5\n", "grpo.max_steps"),
+        ("grpo:\n  temperature: -1\n", "grpo.temperature"),
+    ):
+        bad.write_text(text)
+        line = fails_fast(runner, ["grpo", "--run", str(run), "--config", str(bad)])
+        assert key in line
+        assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+
+
+def test_a_missing_local_model_is_not_taken_for_a_hub_id(tmp_path: Path, monkeypatch) -> None:
+    """Issue 11 row 13: `--model models/doesnotexist` was sent to the hub as a repo id."""
+    from cli.models import resolve_model
+    from cli.rundir import RunDir
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    run = RunDir(tmp_path / "run")
+    for name, message in (
+        ("models/doesnotexist", "./models is a folder here"),
+        ("a/b/c", "model path a/b/c does not exist"),
+        ("./x", "model path ./x does not exist"),
+    ):
+        with pytest.raises(GrpoError, match=message.replace(".", r"\.")):
+            resolve_model(resolve(overrides={"model": name}), run)
+    hub_id = resolve_model(resolve(overrides={"model": "Qwen/Qwen3-4B"}), run)
+    assert hub_id == "Qwen/Qwen3-4B"  # org/name with no local org folder: a hub id
+    assert not (tmp_path / "run").exists()
