@@ -266,7 +266,7 @@ def load_tokenizer(path: str | Path, spec: Any) -> Any:
     from transformers import AutoTokenizer
 
     try:
-        tok = AutoTokenizer.from_pretrained(str(path))
+        tok = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001
         raise GrpoError(f"cannot load the tokenizer from {path}: {_first_line(exc)}") from None
     tok.chat_template = spec.chat_template()
@@ -300,7 +300,7 @@ def load_hf(path: str | Path, *, dtype: Any = "auto", device: str | None = None)
 
     torch_threads()
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001
         raise GrpoError(f"cannot load the model from {path}: {_first_line(exc)}") from None
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -330,7 +330,9 @@ def adapter_tokenizer_path(adapter: Path, base: str) -> str:
     from transformers import AutoTokenizer
 
     try:
-        same = len(AutoTokenizer.from_pretrained(str(adapter))) == len(AutoTokenizer.from_pretrained(base))
+        same = len(AutoTokenizer.from_pretrained(str(adapter), trust_remote_code=False)) == len(
+            AutoTokenizer.from_pretrained(base, trust_remote_code=False)
+        )
     except Exception:  # noqa: BLE001 - an unreadable adapter tokenizer: the base's is the safe choice
         return base
     return base if same else str(adapter)

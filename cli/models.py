@@ -287,8 +287,8 @@ def load_tokenizer(cfg: Any, run: RunDir) -> Any:
 
     path = resolve_model(cfg, run)
     try:
-        tok = AutoTokenizer.from_pretrained(path)
-    except OSError as exc:
+        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load tokenizer for {cfg.model!r}: {str(exc).splitlines()[0]}") from None
     tok.chat_template = cfg.format_spec().chat_template()
     if tok.pad_token is None:

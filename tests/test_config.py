@@ -95,3 +95,37 @@ def test_a_missing_local_model_is_not_taken_for_a_hub_id(tmp_path: Path, monkeyp
     hub_id = resolve_model(resolve(overrides={"model": "Qwen/Qwen3-4B"}), run)
     assert hub_id == "Qwen/Qwen3-4B"  # org/name with no local org folder: a hub id
     assert not (tmp_path / "run").exists()
+
+
+def test_a_model_folder_s_own_code_never_runs(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """Issue 11 row 3: a config.json with `auto_map` made transformers ask "run the custom code? [y/N]"
+    and run it on "y". Loading is trust_remote_code=False everywhere: one clear line, no question."""
+    import builtins
+    import json
+    import shutil
+
+    from cli import inference as inf
+
+    folder = tmp_path / "evil"
+    shutil.copytree(tiny_model_dir, folder)
+    marker = tmp_path / "ran"
+    (folder / "evil_code.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": "evil_code.Cfg", "AutoModelForCausalLM": "evil_code.Model"}
+    cfg["model_type"] = "evil"  # no built-in class: only the folder's code could load it
+    (folder / "config.json").write_text(json.dumps(cfg))
+    tok_cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    tok_cfg["auto_map"] = {"AutoTokenizer": ["evil_code.Tok", None]}
+    (folder / "tokenizer_config.json").write_text(json.dumps(tok_cfg))
+
+    asked: list[str] = []
+
+    def user_says_yes(prompt: str = "") -> str:  # what the issue's user typed
+        asked.append(prompt)
+        return "y"
+
+    monkeypatch.setattr(builtins, "input", user_says_yes)
+    with pytest.raises(GrpoError) as info:
+        inf.load_hf(folder, device="cpu")
+    assert "custom code" in str(info.value) and "\n" not in str(info.value)
+    assert not asked and not marker.exists()

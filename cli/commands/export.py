@@ -553,6 +553,7 @@ def _build_all(
                         load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
                     ),
                     device_map="cuda",
+                    trust_remote_code=False,
                 )
                 q.save_pretrained(str(dest4))
                 _save_tokenizer(tokenizer, dest4)

@@ -281,6 +281,7 @@ def _load_unsloth(
         "max_seq_length": cfg.max_seq_length,
         "dtype": _torch_dtype(cfg.dtype),
         "load_in_4bit": cfg.load_in_4bit,
+        "trust_remote_code": False,  # never run a model folder's own code, never ask
     }
     if use_vllm:
         # Unsloth's standby mode replaces any share below ~0.88 of the card by its own (124 GiB on an
@@ -330,9 +331,9 @@ def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
         else:
             dtype = torch.float32  # CPUs without AMX run bf16 matmuls slowly
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-    except OSError as exc:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
     if torch.cuda.is_available() and not _sharded():
         # One GPU per rank under `grpo grpo --gpus N` (DeepSpeed / FSDP place the shards themselves).
