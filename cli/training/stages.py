@@ -407,7 +407,7 @@ def _vllm_server_args(cfg: Any, tokenizer: Any) -> dict[str, Any]:
 
 
 def memory_note(summary: dict[str, Any]) -> str:
-    """", training +2.5 GiB over the resident weights, vLLM 12.5 GiB, GPU in use 13.6 GiB": what was measured."""
+    """", training +2.5 GiB …, vLLM 12.5 GiB, GPU in use 13.6 GiB": only the figures measured."""
     parts = []
     if summary.get("train_extra_gib") is not None:
         parts.append(f"training +{summary['train_extra_gib']} GiB over the resident weights")
