@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 
@@ -16,7 +16,8 @@ def contents(completions: Any) -> list[str]:
         raise ValueError("completions is required (got None)")
     if isinstance(completions, str):
         raise TypeError("completions must be a list of completions, got a single str")
-    if not isinstance(completions, Iterable):
+    # A mapping would be scored over its keys, a set in no order.
+    if not isinstance(completions, Iterable) or isinstance(completions, (Mapping, Set)):
         raise TypeError(f"completions must be a list of completions, got {type(completions).__name__}")
     out: list[str] = []
     for i, c in enumerate(completions):
@@ -42,7 +43,7 @@ def answers(answer: Any, n: int, reward: str) -> list[str]:
         raise ValueError(f"{reward} needs answer= (one gold answer per completion), got None")
     if isinstance(answer, str):
         raise TypeError("answer must be a list of str (one per completion), got a single str")
-    if not isinstance(answer, Iterable):
+    if not isinstance(answer, Iterable) or isinstance(answer, (Mapping, Set)):
         raise TypeError(f"answer must be a list of str (one per completion), got {type(answer).__name__}")
     out = list(answer)
     for i, a in enumerate(out):

@@ -271,6 +271,23 @@ def test_make_reward_funcs_checks() -> None:
         ("match_format_exactly", None, None, ValueError, "completions is required"),
         ("match_format_exactly", "text", None, TypeError, "got a single str"),
         ("strict_format_reward_func", [[]], None, TypeError, r"completions\[0\] must be a str"),
+        # A dict was scored over its keys (issue 11 row 14); a set has no order to pair with answers.
+        (
+            "match_format_exactly",
+            {OK(1): 1},
+            None,
+            TypeError,
+            "completions must be a list of completions, got dict",
+        ),
+        (
+            "match_format_exactly",
+            {OK(1)},
+            None,
+            TypeError,
+            "completions must be a list of completions, got set",
+        ),
+        ("check_answer_accuracy", [OK(1)], {"1": 1}, TypeError, "answer must be a list of str .* got dict"),
+        ("check_numeric_extraction", [OK(1)], frozenset({"1"}), TypeError, "got frozenset"),
     ],
 )
 def test_bad_calls(backend: str, fn: str, completions, answer, exc: type, words: str) -> None:

@@ -28,7 +28,7 @@ use pyo3::ffi;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyFrozenSet, PyList, PyMapping, PySet, PyString};
 use pyo3::{create_exception, intern};
 
 use crate::{parallel, unicode, Batch000, Error, Scorer, Scores, Tags, SEED000_NAMES};
@@ -74,6 +74,14 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "?".to_owned(), |n| n.to_string())
 }
 
+/// A mapping (iterating gives its keys) or a set (no order): never a batch of completions or answers.
+fn unordered(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<PySet>()
+        || obj.is_instance_of::<PyFrozenSet>()
+        || obj.cast::<PyMapping>().is_ok()
+}
+
 /// The content `str` of each completion: a `str`, or a list of chat messages whose first message's
 /// `content` is used (the seeds' `completion[0]["content"]`).
 fn contents<'py>(completions: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
@@ -85,6 +93,13 @@ fn contents<'py>(completions: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyS
         return Err(PyTypeError::new_err(
             "completions must be a list of completions, got a single str",
         ));
+    }
+    if unordered(completions) {
+        // A dict would be scored over its keys, a set in no order: refuse both.
+        return Err(PyTypeError::new_err(format!(
+            "completions must be a list of completions, got {}",
+            type_name(completions)
+        )));
     }
     let iter = completions.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -574,6 +589,12 @@ fn answers<'py>(answer: &Bound<'py, PyAny>, n: usize) -> PyResult<Vec<Bound<'py,
         return Err(PyTypeError::new_err(
             "answer must be a list of str (one per completion), got a single str",
         ));
+    }
+    if unordered(answer) {
+        return Err(PyTypeError::new_err(format!(
+            "answer must be a list of str (one per completion), got {}",
+            type_name(answer)
+        )));
     }
     let iter = answer.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
