@@ -11,6 +11,7 @@
 //! assert_eq!(scorer.score000(text, Some("4")), [3.0, 1.5, 5.0, 3.5]);
 //! ```
 
+pub mod math;
 pub mod parallel;
 pub mod pyfloat;
 pub mod scan;
@@ -21,6 +22,7 @@ mod python;
 
 use std::fmt;
 
+pub use math::{extract_answer as extract_math_answer, math_equal, math_equal_batch};
 pub use pyfloat::py_float;
 pub use scan::{Scan000, TagScanner};
 pub use unicode::{is_py_space, py_strip};

@@ -1,0 +1,314 @@
+//! A math-answer verifier: MATH-style answers judged like Math-Verify, in linear time, never hanging.
+//!
+//! [`math_equal`]`(pred, gold)` says whether a predicted answer equals the gold one. It never panics
+//! and never raises: input it cannot read is judged by its normalised text alone, and is otherwise
+//! not equal. There is no timeout because nothing here can run long: one tokenizing pass, one
+//! parsing pass with a nesting limit ([`parse::MAX_DEPTH`]), bounded exact arithmetic.
+//!
+//! # What is normalised (the tokenizer, [`normalize`] shows its output)
+//! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; `$`, `\(`, `\)`, `\[`, `\]` are dropped.
+//! - Dropped: `\left`, `\right`, `\big…`, `\displaystyle`, spacing (`\,` `\!` `\;` `\:` `\ ` `~`
+//!   `\quad`), `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and unit
+//!   words inside `\text{}`/`\mbox{}` with their power (`15\mbox{ cm}^2` = `15`).
+//! - `\text{}`, `\textbf{}`, `\mathrm{}`, `\mbox{}`, `\operatorname{}` are transparent; the letters
+//!   inside form words (`\text{Evelyn}`); `\text{ or }`/`\text{ and }` separate list items.
+//! - Letters are case-folded (`3R^2` = `3r^2`, `\text{(B)}` = `b`): Math-Verify does the same.
+//! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div` → `/`; `\leq`,
+//!   `\geq`, `\neq`, `≤`… → one form; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands.
+//! - Thousands separators outside brackets: `10,080`, `10,\!080`, `10{,}080` = `10080` (inside
+//!   brackets `(1,234)` stays a pair). A numeric base subscript is dropped: `2516_8` = `2516`.
+//!
+//! # What is compared
+//! - Numbers and closed forms are evaluated **exactly** where possible: rationals (`\frac 34`,
+//!   `0.75`, `3.210` = `3.21`, `-0` = `0`) and square roots of rationals, with `i` = √−1, in the
+//!   field Q(√d) (`2\sqrt3` = `\sqrt{12}`, `\frac{1}{\sqrt2}` = `\frac{\sqrt2}{2}`, `1+2^{0.5}` =
+//!   `1+\sqrt2`, `-4-2\cdot i` = `-4-2i`). Two exact values are equal only when identical
+//!   (`\frac{1}{2^{98}}` ≠ `\frac{1}{2^{99}}`).
+//! - Otherwise (π, e, trig, logs, other roots, exact overflow) in complex floating point: equal
+//!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute.
+//! - A written decimal against any other value: equal when the value rounded to the decimal's own
+//!   number of places (at least 6) is that decimal (`0.333333` = `\frac13`, `0.33` ≠ `\frac13`,
+//!   `3.141593` = `\pi`), as Math-Verify's 6-place rounding does for floats.
+//! - Percent: `x\%` equals both `x` and `x/100` (`10\%` = `10` = `0.1`, `237.5\%` = `237.5`).
+//! - Mixed numbers: an integer followed by `\frac{p}{q}` is their sum (`1\frac{4}{5}` = `\frac95`).
+//! - Expressions with variables are compared at three fixed sample points (each variable gets a
+//!   fixed irrational-looking value per point), so any algebraic rewrite is equal
+//!   (`(a+5)(b+2)` = `ab+2a+5b+10`, `\cot x` = `\frac{\cos x}{\sin x}`), different functions not.
+//! - `±`/`∓` expand to both values, which then form a set (`3 \pm 2\sqrt2` = `3+2\sqrt2, 3-2\sqrt2`).
+//! - Collections (order rules as Math-Verify's): `\{…\}` sets and bare lists `a, b, c` are
+//!   unordered (`3, 5, 7` = `\{7,5,3\}`); tuples `(a, b)` are ordered and match a list in the order
+//!   written; intervals `[a, b)` compare endpoints and which ends are closed (`(a, b)` is a tuple
+//!   and an open interval at once); unions `A \cup B` are unordered; matrices (`pmatrix`, `bmatrix`,
+//!   `array`) compare shape and cells. A one-element collection equals its element.
+//! - Relations: an assignment `x = 3` (a single variable on the left, or `x \in S`) equals its
+//!   right-hand side `3` (either side may be the assignment; the rule is symmetric). Two equations
+//!   are equal when `lhs − rhs` of one is a non-zero constant multiple of the other's
+//!   (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`), inequalities with a positive multiple (`x > 1` = `1 < x`).
+//! - Text: answers equal as normalised text are equal (`\text{Evelyn}` = `Evelyn`, `\text{(B)}` = `B`).
+//!
+//! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
+//! symmetric.
+
+pub mod lex;
+pub mod num;
+pub mod parse;
+
+use lex::Tok;
+use num::{proportional, val_eq, Val};
+use parse::{Item, Parser, Rel, MAX_ITEMS};
+
+/// The answer text of `s`: the last `\boxed{…}` if there is one, else `s`.
+fn answer_part(s: &str) -> &str {
+    if s.contains("\\boxed") || s.contains("\\fbox") {
+        lex::last_boxed(s).unwrap_or(s)
+    } else {
+        s
+    }
+}
+
+/// The normalised text of an answer (tokenized and rendered back; idempotent).
+pub fn normalize(s: &str) -> String {
+    lex::render(&lex::tokenize(answer_part(s)))
+}
+
+/// A parsed answer, or None when it cannot be read as math.
+pub fn parse_answer(s: &str) -> Option<Item> {
+    let toks = lex::tokenize(answer_part(s));
+    parse_tokens(&toks)
+}
+
+fn parse_tokens(toks: &[Tok]) -> Option<Item> {
+    Parser::new(toks).answer().ok()
+}
+
+/// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).
+pub fn math_equal(pred: &str, gold: &str) -> bool {
+    let tp = lex::tokenize(answer_part(pred));
+    let tg = lex::tokenize(answer_part(gold));
+    if tp.is_empty() || tg.is_empty() {
+        return false;
+    }
+    if tp == tg {
+        return true;
+    }
+    if let (Some(a), Some(b)) = (text_key(&tp), text_key(&tg)) {
+        if a == b {
+            return true;
+        }
+    }
+    match (parse_tokens(&tp), parse_tokens(&tg)) {
+        (Some(p), Some(g)) => item_eq(&g, &p),
+        _ => false,
+    }
+}
+
+/// Letters and words only (parentheses aside): the text they spell (`\text{Evelyn}`, `Evelyn`).
+fn text_key(toks: &[Tok]) -> Option<String> {
+    let mut key = String::new();
+    for t in toks {
+        match t {
+            Tok::Letter(c) => key.push(*c),
+            Tok::Word(w) => key.push_str(w),
+            Tok::P('(' | ')') => {}
+            _ => return None,
+        }
+    }
+    (!key.is_empty()).then_some(key)
+}
+
+/// [`math_equal`] over pairs, in parallel when enabled (see [`crate::parallel`]).
+pub fn math_equal_batch(preds: &[&str], golds: &[&str]) -> Result<Vec<bool>, crate::Error> {
+    if preds.len() != golds.len() {
+        return Err(crate::Error::LengthMismatch {
+            what: "gold",
+            expected: preds.len(),
+            got: golds.len(),
+        });
+    }
+    let total = preds.iter().chain(golds).map(|s| s.len()).sum();
+    Ok(crate::parallel::map_indices(preds.len(), total, |i| {
+        math_equal(preds[i], golds[i])
+    }))
+}
+
+/// The answer a completion gives: the text between the last `solution_start` and the
+/// `solution_end` after it, else the last `\boxed{…}`; None when there is neither.
+pub fn extract_answer<'a>(
+    text: &'a str,
+    solution_start: &str,
+    solution_end: &str,
+) -> Option<&'a str> {
+    if !solution_start.is_empty() {
+        if let Some(i) = text.rfind(solution_start) {
+            let rest = &text[i + solution_start.len()..];
+            if let Some(j) = (!solution_end.is_empty())
+                .then(|| rest.find(solution_end))
+                .flatten()
+            {
+                return Some(&rest[..j]);
+            }
+        }
+    }
+    lex::last_boxed(text)
+}
+
+// ---- comparison -------------------------------------------------------------------------------
+
+/// The right-hand side of an assignment `x = …` / `x ∈ …`.
+fn assignment_rhs(item: &Item) -> Option<&Item> {
+    match item {
+        Item::Relation(sides, _, true) => sides.last(),
+        _ => None,
+    }
+}
+
+/// Values of a ± expression as items (one each).
+fn val_items(v: &[Val]) -> Vec<Item> {
+    v.iter().map(|x| Item::Val(vec![x.clone()])).collect()
+}
+
+/// Set elements with ± values spread out (`\{1\pm\sqrt5, -2\}` has three).
+fn flatten(items: &[Item]) -> Vec<Item> {
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Item::Val(v) if v.len() > 1 => out.extend(val_items(v)),
+            _ => out.push(it.clone()),
+        }
+    }
+    out
+}
+
+fn unordered_eq(a: &[&Item], b: &[&Item]) -> bool {
+    if a.len() != b.len() || a.len() > MAX_ITEMS {
+        return false;
+    }
+    let mut used = vec![false; b.len()];
+    'outer: for x in a {
+        for (j, y) in b.iter().enumerate() {
+            if !used[j] && item_eq(x, y) {
+                used[j] = true;
+                continue 'outer;
+            }
+        }
+        return false;
+    }
+    true
+}
+
+fn ordered_eq(a: &[&Item], b: &[&Item]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| item_eq(x, y))
+}
+
+fn diff(sides: &[Item]) -> Option<Val> {
+    match sides {
+        [Item::Val(l), Item::Val(r)] if l.len() == 1 && r.len() == 1 => Some(l[0].sub(&r[0])),
+        _ => None,
+    }
+}
+
+fn relation_eq(gs: &[Item], gops: &[Rel], ps: &[Item], pops: &[Rel]) -> bool {
+    if gops != pops {
+        return false;
+    }
+    if gops.len() == 1 && gops[0] != Rel::In {
+        if let (Some(dg), Some(dp)) = (diff(gs), diff(ps)) {
+            let positive = matches!(gops[0], Rel::Lt | Rel::Le);
+            return proportional(&dg, &dp, positive);
+        }
+    }
+    ordered_eq(
+        &gs.iter().collect::<Vec<_>>(),
+        &ps.iter().collect::<Vec<_>>(),
+    )
+}
+
+/// Structural equality under the rules of the module docs (symmetric).
+fn item_eq(g: &Item, p: &Item) -> bool {
+    use Item::{Interval, Matrix, Relation, Set, Text, Tuple, Union};
+    match (g, p) {
+        (Relation(gs, gops, _), Relation(ps, pops, _)) => {
+            if relation_eq(gs, gops, ps, pops) {
+                return true;
+            }
+            // Two assignments to the same variable: compare what is assigned.
+            match (assignment_rhs(g), assignment_rhs(p)) {
+                (Some(a), Some(b)) => item_eq(&gs[0], &ps[0]) && item_eq(a, b),
+                _ => false,
+            }
+        }
+        (Relation(..), _) => assignment_rhs(g).is_some_and(|r| item_eq(r, p)),
+        (_, Relation(..)) => assignment_rhs(p).is_some_and(|r| item_eq(g, r)),
+        (Item::Val(a), Item::Val(b)) => match (a.as_slice(), b.as_slice()) {
+            ([x], [y]) => val_eq(x, y),
+            _ => {
+                let (a, b) = (val_items(a), val_items(b));
+                unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+            }
+        },
+        (Text(a), Text(b)) => a == b,
+        (Tuple(a), Tuple(b)) => {
+            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {
+            if a.len() == 1 || b.len() == 1 {
+                return unwrap_one(g, p);
+            }
+            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Set(a), Set(b)) => {
+            let (a, b) = (flatten(a), flatten(b));
+            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Item::Val(v), Set(s)) | (Set(s), Item::Val(v)) if v.len() > 1 => {
+            let (vs, s) = (val_items(v), flatten(s));
+            unordered_eq(
+                &vs.iter().collect::<Vec<_>>(),
+                &s.iter().collect::<Vec<_>>(),
+            )
+        }
+        (
+            Interval {
+                lo: a,
+                hi: b,
+                lo_closed: c,
+                hi_closed: d,
+            },
+            Interval {
+                lo: e,
+                hi: f,
+                lo_closed: h,
+                hi_closed: k,
+            },
+        ) => c == h && d == k && item_eq(a, e) && item_eq(b, f),
+        (Union(a), Union(b)) => {
+            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Matrix(a), Matrix(b)) => {
+            a.len() == b.len()
+                && a.iter().zip(b).all(|(r, s)| {
+                    ordered_eq(&r.iter().collect::<Vec<_>>(), &s.iter().collect::<Vec<_>>())
+                })
+        }
+        _ => unwrap_one(g, p),
+    }
+}
+
+/// A one-element collection against anything else: compare its element.
+fn unwrap_one(g: &Item, p: &Item) -> bool {
+    let one = |x: &Item| match x {
+        Item::Set(v) | Item::Tuple(v) if v.len() == 1 => Some(v[0].clone()),
+        Item::Val(v) if v.len() > 1 && v.iter().skip(1).all(|y| val_eq(y, &v[0])) => {
+            Some(Item::Val(vec![v[0].clone()]))
+        }
+        _ => None,
+    };
+    match (one(g), one(p)) {
+        (Some(a), _) if !matches!(p, Item::Set(_) | Item::Tuple(_)) => item_eq(&a, p),
+        (_, Some(b)) if !matches!(g, Item::Set(_) | Item::Tuple(_)) => item_eq(g, &b),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;
