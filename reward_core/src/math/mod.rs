@@ -49,6 +49,21 @@
 //! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
 //! symmetric.
 
+// Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
+// operator traits: these ops are partial). Casts are between sample floats and small integers.
+#![allow(
+    clippy::many_single_char_names,
+    clippy::should_implement_trait,
+    clippy::return_self_not_must_use,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::result_unit_err,
+    clippy::match_same_arms,
+    clippy::needless_range_loop,
+    clippy::single_match_else
+)]
+
 pub mod lex;
 pub mod num;
 pub mod parse;
@@ -96,10 +111,31 @@ pub fn math_equal(pred: &str, gold: &str) -> bool {
             return true;
         }
     }
+    let (bp, bg) = (base_subscripts(&tp), base_subscripts(&tg));
+    if !bp.is_empty() && !bg.is_empty() && bp != bg {
+        return false; // `2516_8` ≠ `2516_9` (either equals `2516`)
+    }
     match (parse_tokens(&tp), parse_tokens(&tg)) {
         (Some(p), Some(g)) => item_eq(&g, &p),
         _ => false,
     }
+}
+
+/// The base subscripts written on numbers (`2516_8`, `4210_{5}`), in order.
+fn base_subscripts(toks: &[Tok]) -> Vec<&str> {
+    let mut out = Vec::new();
+    for (i, w) in toks.windows(2).enumerate() {
+        if let [Tok::Num { .. }, Tok::P('_')] = w {
+            match (toks.get(i + 2), toks.get(i + 3)) {
+                (Some(Tok::Num { int, .. }), _)
+                | (Some(Tok::P('{')), Some(Tok::Num { int, .. })) => {
+                    out.push(int.as_str());
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// Letters and words only (parentheses aside): the text they spell (`\text{Evelyn}`, `Evelyn`).
@@ -109,7 +145,7 @@ fn text_key(toks: &[Tok]) -> Option<String> {
         match t {
             Tok::Letter(c) => key.push(*c),
             Tok::Word(w) => key.push_str(w),
-            Tok::P('(' | ')') => {}
+            Tok::P('(' | ')' | '{' | '}') => {}
             _ => return None,
         }
     }

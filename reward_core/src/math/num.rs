@@ -356,7 +356,7 @@ impl Exact {
                     c = c.neg()?;
                 }
                 let rad = (r1.abs() / g).checked_mul(r2.abs() / g)?;
-                let rad = if (r1 < 0) != (r2 < 0) { -rad } else { rad };
+                let rad = if (r1 < 0) == (r2 < 0) { rad } else { -rad };
                 Self::push(&mut t, c, rad)?;
             }
         }

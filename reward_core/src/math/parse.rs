@@ -86,7 +86,8 @@ fn num_val(int: &str, frac: &str, point: bool) -> Val {
         }
     };
     if point {
-        v.dec = u32::try_from(frac.len()).ok();
+        // Trailing zeros add no precision: `4.6666670` is read as written to 6 places.
+        v.dec = u32::try_from(frac.trim_end_matches('0').len()).ok();
     }
     v
 }
@@ -294,7 +295,7 @@ impl<'a> Parser<'a> {
                     Val::exact(Exact::rat(Rat::ONE)),
                     Val::exact(Exact::rat(Rat::int(-1))),
                 ],
-                |a, s| a.mul(s),
+                Val::mul,
             )?,
             None => acc,
         };
@@ -525,9 +526,10 @@ impl<'a> Parser<'a> {
         match tok {
             Tok::Num { int, frac, point } => {
                 let v = num_val(&int, &frac, point);
-                // `2516_8`, `4210_{5}`: a base subscript is dropped (as Math-Verify does).
+                // `2516_8`, `4210_{5}`: a base subscript is dropped (as Math-Verify does); two
+                // different bases are told apart in `math_equal` (see `base_subscripts`).
                 if self.eat(&Tok::P('_')) {
-                    self.arg()?;
+                    self.subscript_text()?;
                 }
                 Ok(Item::Val(vec![v]))
             }
@@ -545,7 +547,7 @@ impl<'a> Parser<'a> {
                 }]))
             }
             Tok::Word(w) => Ok(Item::Text(w)),
-            Tok::P('(') | Tok::P('[') => {
+            Tok::P('(' | '[') => {
                 let open = tok == Tok::P('[');
                 let (mut items, close) = self.list_until(&[Tok::P(')'), Tok::P(']')])?;
                 let close_sq = close == Tok::P(']');
