@@ -81,7 +81,7 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     """(pred, how) spellings of the same answer."""
     yield gold, "identity"
     # no spaces, except where one ends a command name (`\\cot x` must not become `\\cotx`)
-    yield re.sub(r"(?<![a-zA-Z]) | (?![a-zA-Z])", "", gold), "no_spaces"
+    yield re.sub(r"(?<![a-zA-Z]) | (?![a-zA-Z])", "", re.sub(r"\s+", " ", gold)), "no_spaces"
     yield re.sub(r"([+=,<>])", r" \1 ", gold), "spaces"
     yield f"\\boxed{{{gold}}}", "boxed"
     yield f"\\displaystyle {gold}", "displaystyle"
@@ -122,7 +122,7 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
         yield gold.replace(",\\!", "").replace("\\!", "").replace(" ", ""), "no_thousands"
     for cmd in ("\\text", "\\mbox", "\\textbf", "\\mathrm"):
         if cmd + "{" in gold:
-            inner = re.sub(r"\\(?:text|mbox|textbf|mathrm)\{([^{}]*)\}", r"\1", gold)
+            inner = re.sub(r"\\(?:text|mbox|textbf|mathrm)\{([^{}]*)\}", r" \1", gold)
             yield inner.strip(), "untext"
             unit = re.sub(r"\\(?:text|mbox)\{\s*[a-z ]+\}(\^\d)?", "", gold).strip()
             if unit and unit != gold:
@@ -197,7 +197,8 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
 
 # ---- near misses: one change that makes it wrong ---------------------------------------------------
 def _bump_number(gold: str, rng: random.Random) -> str | None:
-    nums = list(re.finditer(r"\d+", gold))
+    # not a base subscript (`2516_8`): the same digits in another base is no answer a model writes
+    nums = [m for m in re.finditer(r"\d+", gold) if not re.search(r"_\{?$", gold[: m.start()])]
     if not nums:
         return None
     m = rng.choice(nums)
