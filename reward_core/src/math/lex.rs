@@ -470,7 +470,8 @@ fn push_word(out: &mut Vec<Tok>, w: String) {
 }
 
 /// Removes the `Unit` marks and a power right after one (`\mbox{ cm}^2`, `\text{ft}^{3}`).
-fn drop_units(toks: Vec<Tok>) -> Vec<Tok> {
+fn drop_units(mut toks: Vec<Tok>) -> Vec<Tok> {
+    trailing_bare_unit(&mut toks);
     if !toks.contains(&Tok::Unit) {
         return toks;
     }
@@ -496,6 +497,51 @@ fn drop_units(toks: Vec<Tok>) -> Vec<Tok> {
         i += 1;
     }
     out
+}
+
+/// A unit written in bare letters at the end (`5.4 cents`, `\\frac{270}7 degrees`, `864 inches^2`)
+/// after a number or a group: marked as a unit like a `\\text{}` one.
+fn trailing_bare_unit(toks: &mut Vec<Tok>) {
+    let mut end = toks.len();
+    // an optional `^2` / `^{2}` after the unit
+    if end >= 2
+        && matches!(toks[end - 1], Tok::Num { point: false, .. })
+        && toks[end - 2] == Tok::P('^')
+    {
+        end -= 2;
+    } else if end >= 4
+        && toks[end - 1] == Tok::P('}')
+        && matches!(toks[end - 2], Tok::Num { point: false, .. })
+        && toks[end - 3] == Tok::P('{')
+        && toks[end - 4] == Tok::P('^')
+    {
+        end -= 4;
+    }
+    let mut start = end;
+    while start > 0 && matches!(toks[start - 1], Tok::Letter(_)) {
+        start -= 1;
+    }
+    if end - start < 2 || start == 0 {
+        return;
+    }
+    if !matches!(toks[start - 1], Tok::Num { .. } | Tok::P('}' | ')')) {
+        return;
+    }
+    let word: String = toks[start..end]
+        .iter()
+        .filter_map(|t| {
+            if let Tok::Letter(c) = t {
+                Some(*c)
+            } else {
+                None
+            }
+        })
+        .collect();
+    if word != "in" && UNITS.contains(&word.as_str()) {
+        toks.truncate(start);
+        toks.push(Tok::Unit);
+        // the power after it goes with it (`drop_units` skips a `^2` right after a Unit)
+    }
 }
 
 /// `, ddd` right after an integer at `i` (no space unless `\!`), returning the index of the digits.

@@ -198,6 +198,10 @@ fn assignment_rhs(item: &Item) -> Option<&Item> {
     }
 }
 
+fn is_infinite(item: &Item) -> bool {
+    matches!(item, Item::Val(v) if v.len() == 1 && v[0].is_infinite())
+}
+
 /// Values of a ± expression as items (one each).
 fn val_items(v: &[Val]) -> Vec<Item> {
     v.iter().map(|x| Item::Val(vec![x.clone()])).collect()
@@ -316,7 +320,25 @@ fn item_eq(g: &Item, p: &Item) -> bool {
                 lo_closed: h,
                 hi_closed: k,
             },
-        ) => c == h && d == k && item_eq(a, e) && item_eq(b, f),
+        ) => {
+            // An infinite end is never in the set: `[-\infty, 2)` = `(-\infty, 2)`.
+            let closed_eq = |x: bool, y: bool, end: &Item| x == y || is_infinite(end);
+            closed_eq(*c, *h, a) && closed_eq(*d, *k, b) && item_eq(a, e) && item_eq(b, f)
+        }
+        (Interval { .. }, Tuple(t)) | (Tuple(t), Interval { .. }) if t.len() == 2 => {
+            // `(a, b)` is also the open interval
+            let open = Interval {
+                lo: Box::new(t[0].clone()),
+                hi: Box::new(t[1].clone()),
+                lo_closed: false,
+                hi_closed: false,
+            };
+            if matches!(g, Tuple(_)) {
+                item_eq(&open, p)
+            } else {
+                item_eq(g, &open)
+            }
+        }
         (Union(a), Union(b)) => {
             unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
         }

@@ -51,6 +51,7 @@ fn equal_pairs() {
         ("10t + 12", "12 + 10t"),
         ("\\frac13", "0.333333"), // 6-place decimals
         ("3.141593", "\\pi"),
+        ("4.6666670", "\\frac{14}{3}"), // trailing zeros add no places
         ("\\sqrt[3]{8}", "2"),
         ("\\sqrt[3]{-8}", "-2"),
         ("\\log_2 8", "3"),
@@ -60,7 +61,10 @@ fn equal_pairs() {
         ("864", "864 \\mbox{ inches}^2"), // units
         ("15", "15\\mbox{ cm}^2"),
         ("5.4", "5.4 \\text{ cents}"),
-        ("2516", "2516_8"), // base subscript
+        ("5.4 cents", "5.4"), // bare unit words at the end
+        ("\\frac{270}7 degrees", "\\frac{270}{7}"),
+        ("[-\\infty, 2)", "(-\\infty, 2)"), // an infinite end is open either way
+        ("2516", "2516_8"),                 // base subscript
         (
             "\\begin{pmatrix} -\\frac13 \\\\ \\frac23 \\end{pmatrix}",
             "\\begin{pmatrix} -1/3 \\\\ 2/3 \\end{pmatrix}",
@@ -98,6 +102,10 @@ fn unequal_pairs() {
         ("\\text{an ellipse}", "\\text{ellipse}"),
         ("90", "\\frac{\\pi}{2}"),
         ("4.00001", "4"),
+        ("0.0000673", ".0000672"),      // 7 places are compared, not 6
+        ("5x - 7y + 11z + 4 = 0", "0"), // an equation is not its right side
+        ("52_10", "52_8"),              // different bases
+        ("4.6666671", "\\frac{14}{3}"),
         ("-2 + 7i", "2 + 7i"),
         ("x^2", "x^3"),
         ("\\sin x", "\\cos x"),
