@@ -48,10 +48,16 @@ _INT = re.compile(r"^-?\d+$")
 _DEC = re.compile(r"^-?\d*\.\d+$")
 _FRAC = re.compile(r"^(-?)\\[dt]?frac\{(\d+)\}\{(\d+)\}$")
 _FRAC_SHORT = re.compile(r"\\frac\s*(\d)(\d)")
+_THOUSANDS = re.compile(r"^(\\\$)?-?\d{1,3}(,(\\!)?\s?\d{3})+$")
 
 
 def _value(gold: str) -> Fraction | None:
-    g = gold.replace("\\!", "").replace(",", "").replace("\\$", "").strip()
+    g = gold.strip()
+    if "," in g:
+        if not _THOUSANDS.match(g):
+            return None  # a list, not a number
+        g = g.replace("\\!", "").replace(",", "").replace(" ", "")
+    g = g.replace("\\$", "")
     if _INT.match(g) or _DEC.match(g):
         return Fraction(g)
     m = _FRAC.match(g.replace(" ", ""))
@@ -79,10 +85,13 @@ def _frac(v: Fraction, cmd: str = "\\frac") -> str:
 
 def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     """(pred, how) spellings of the same answer."""
+    # `13,535` anywhere: its comma is no list separator
+    thousands = re.search(r"\d,(\\!)?\s?\d{3}(?!\d)", gold) is not None
     yield gold, "identity"
     # no spaces, except where one ends a command name (`\\cot x` must not become `\\cotx`)
     yield re.sub(r"(?<![a-zA-Z]) | (?![a-zA-Z])", "", re.sub(r"\s+", " ", gold)), "no_spaces"
-    yield re.sub(r"([+=,<>])", r" \1 ", gold), "spaces"
+    if not thousands:
+        yield re.sub(r"([+=,<>])", r" \1 ", gold), "spaces"
     yield f"\\boxed{{{gold}}}", "boxed"
     yield f"\\displaystyle {gold}", "displaystyle"
     yield f"{{{gold}}}", "braced"
@@ -98,11 +107,23 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
         yield _FRAC_SHORT.sub(r"\\frac{\1}{\2}", gold), "frac_braces"
     if re.search(r"\\frac\{(\d)\}\{(\d)\}", gold):
         yield re.sub(r"\\frac\{(\d)\}\{(\d)\}", r"\\frac\1\2", gold), "frac_short"
-    if re.search(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", gold) and "\\frac{\\" not in gold:
+    if (
+        re.search(r"\\frac\{([^{}]+)\}\{([^{}]+)\}", gold)
+        and "\\frac{\\" not in gold
+        and not re.search(r"\d\s*\\frac", gold)
+    ):
         yield re.sub(r"\\frac\{(\d+)\}\{(\d+)\}", r"\1/\2", gold), "slash"
     if "\\sqrt{" in gold:
         yield re.sub(r"\\sqrt\{(\d)\}", r"\\sqrt\1", gold), "sqrt_short"
-        yield re.sub(r"\\sqrt\{(\d+)\}", r"\1^{1/2}", gold), "sqrt_power"
+        # after a coefficient the radicand needs parentheses: 3\\sqrt{13} = 3(13)^{1/2}
+        yield (
+            re.sub(
+                r"(\d?)\s*\\sqrt\{(\d+)\}",
+                lambda m: f"{m[1]}({m[2]})^{{1/2}}" if m[1] else f"{m[2]}^{{1/2}}",
+                gold,
+            ),
+            "sqrt_power",
+        )
         m2 = re.fullmatch(r"(\d+)\s*\\sqrt\{(\d+)\}", gold)
         if m2:
             a, b = int(m2.group(1)), int(m2.group(2))
@@ -125,7 +146,7 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             inner = re.sub(r"\\(?:text|mbox|textbf|mathrm)\{([^{}]*)\}", r" \1", gold)
             yield inner.strip(), "untext"
             unit = re.sub(r"\\(?:text|mbox)\{\s*[a-z ]+\}(\^\d)?", "", gold).strip()
-            if unit and unit != gold:
+            if unit and unit != gold and re.search(r"\d", unit):
                 yield unit, "no_units"
             break
     m3 = re.fullmatch(r"\\text\{\(([A-E])\)\}", gold)
@@ -156,14 +177,22 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
             if abs(v) > 1:
                 whole = abs(v.numerator) // v.denominator
                 rest = Fraction(abs(v.numerator) % v.denominator, v.denominator)
-                yield f"{'-' if v < 0 else ''}{whole}\\frac{{{rest.numerator}}}{{{rest.denominator}}}", "mixed"
+                yield (
+                    f"{'-' if v < 0 else ''}{whole}\\frac{{{rest.numerator}}}{{{rest.denominator}}}",
+                    "mixed",
+                )
             if d is None:
                 yield f"{float(v):.6f}", "six_places"
         k = rng.choice([2, 3, 4])
-        yield _frac(v * k if v.denominator == 1 else v, "\\frac").replace(
-            f"{{{(v * k).denominator if v.denominator == 1 else v.denominator}}}",
-            f"{{{v.denominator}}}",
-        ) if v.denominator != 1 else f"\\frac{{{v.numerator * k}}}{{{k}}}", "unreduced"
+        yield (
+            _frac(v * k if v.denominator == 1 else v, "\\frac").replace(
+                f"{{{(v * k).denominator if v.denominator == 1 else v.denominator}}}",
+                f"{{{v.denominator}}}",
+            )
+            if v.denominator != 1
+            else f"\\frac{{{v.numerator * k}}}{{{k}}}",
+            "unreduced",
+        )
         if v.denominator == 1 and v >= 0:
             yield f"x = {gold}", "assignment"
     if re.fullmatch(r"[a-z] ?= ?.+", gold):
@@ -173,7 +202,7 @@ def rewrites(gold: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     braces = ""
     if gold.startswith("\\{") and gold.endswith("\\}"):
         body, braces = gold[2:-2], "set"
-    if "," in body and "(" not in body and "[" not in body and "\\!" not in body and "\\frac" not in body:
+    if "," in body and not thousands and not re.search(r"[(\[{}]|\\!|\\frac|\\displaystyle", body):
         parts = [p.strip() for p in body.split(",")]
         if len(parts) > 1:
             rng.shuffle(parts)
@@ -286,12 +315,19 @@ def build(golds: list[str], seed: int = 13, per_gold: int = 64) -> list[Pair]:
         tries = 0
         while len(out) - start < per_gold - 6 and tries < 400:
             tries += 1
-            base = [p for p in out[start:] if p.kind == "rewrite" and "boxed" not in p.how]
+            # (a 6-place decimal is equal only as written: no value rewrites of it)
+            base = [
+                p
+                for p in out[start:]
+                if p.kind == "rewrite" and "boxed" not in p.how and "six_places" not in p.how
+            ]
             if not base:
                 break
             p = rng.choice(base)
             kind, make = rng.choice(makers)
             for pred, how in make(p.pred, rng):
+                if how == "rename_var" and "assignment" in p.how:
+                    continue  # `q = 9` for `9` is still right
                 # one use of each rewrite per chain: `{{{x}}}` or `\\displaystyle\\displaystyle` is no
                 # answer a model writes
                 if how in p.how.split("+"):
@@ -305,6 +341,17 @@ def build(golds: list[str], seed: int = 13, per_gold: int = 64) -> list[Pair]:
             if other != gold:
                 add(other, gold, "wrong", "other_gold")
     return out
+
+
+def md_code(s: str) -> str:
+    """A markdown table cell holding ``s`` as code (pipes escaped)."""
+    s = s.replace("|", "\\|")
+    return f"`` {s} ``" if "`" in s else f"`{s}`"
+
+
+def row_key(pred: str, gold: str) -> str:
+    """How a disagreement's row starts in bench/math_verify.md (tests/test_math_verify.py looks for it)."""
+    return f"| {md_code(pred)} | {md_code(gold)} |"
 
 
 def main() -> None:

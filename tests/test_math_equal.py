@@ -129,8 +129,18 @@ def test_extract_and_normalize() -> None:
 
 def test_check_math_answer_reward() -> None:
     done = "<start_working_out>x<end_working_out><SOLUTION>{}</SOLUTION>".format
-    completions = [done("\\frac12"), [{"role": "assistant", "content": done("0.6")}], "no answer", "\\boxed{3}"]
-    assert check_math_answer(completions=completions, answer=["0.5", "0.5", "1", "x=3"]) == [5.0, -2.5, -2.0, 5.0]
+    completions = [
+        done("\\frac12"),
+        [{"role": "assistant", "content": done("0.6")}],
+        "no answer",
+        "\\boxed{3}",
+    ]
+    assert check_math_answer(completions=completions, answer=["0.5", "0.5", "1", "x=3"]) == [
+        5.0,
+        -2.5,
+        -2.0,
+        5.0,
+    ]
     assert get_reward("check_math_answer") is py_rewards.REGISTRY["check_math_answer"]
     with pytest.raises(ValueError, match="needs answer="):
         check_math_answer(completions=["1"])
@@ -143,7 +153,9 @@ def test_check_math_answer_reward() -> None:
     )
     (f,), weights = make_reward_funcs(spec, ["check_math_answer"], [2.0])
     assert weights == [2.0]
-    assert f(completions=["<answer>2\\sqrt3</answer>", "<answer>3</answer>", "none"], answer=["\\sqrt{12}"] * 3) == [
+    assert f(
+        completions=["<answer>2\\sqrt3</answer>", "<answer>3</answer>", "none"], answer=["\\sqrt{12}"] * 3
+    ) == [
         1.0,
         0.0,
         -1.0,
@@ -157,7 +169,24 @@ def test_check_math_answer_reward() -> None:
 
 LATEX = st.lists(
     st.sampled_from(
-        ["\\frac", "\\sqrt", "\\left(", "\\right)", "{", "}", "(", ")", "[", "]", ",", "^", "_", "\\pi", "x", "y"]
+        [
+            "\\frac",
+            "\\sqrt",
+            "\\left(",
+            "\\right)",
+            "{",
+            "}",
+            "(",
+            ")",
+            "[",
+            "]",
+            ",",
+            "^",
+            "_",
+            "\\pi",
+            "x",
+            "y",
+        ]
         + list("0123456789+-*/=. ")
         + ["\\text{cm}", "\\%", "^\\circ", "\\pm", "\\cup", "\\{", "\\}"]
     ),

@@ -5,8 +5,11 @@ adapter (each one present), the columns of seed 000's results table:
 
 - [bold]format compliance[/]: share of completions where match_format_exactly > 0 (seed 000's FORMAT regex:
   reasoning-end tag, then the answer between the solution tags, then only whitespace);
-- [bold]accuracy[/]: share whose extracted answer equals the gold one exactly or after strip()
+- [bold]accuracy, seed rule[/]: share whose extracted answer equals the gold one exactly or after strip()
   (check_answer_accuracy's two top tiers), or numerically (thousands separators allowed: "1,000" = "1000.0");
+- [bold]accuracy, math_equal[/]: share whose answer (solution tags, else the last \\boxed{}) equals the gold
+  one under py_rewards.math_equal, which reads MATH-style LaTeX (\\frac{1}{2} = 0.5, 2\\sqrt3 = \\sqrt{12},
+  90^\\circ = 90, intervals, sets, ...) like Math-Verify; on GSM8K/DAPO integers the two agree;
 - [bold]mean length[/]: completion tokens up to EOS.
 
 Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
@@ -42,8 +45,10 @@ DATA_PANEL = "Data"
 GEN_PANEL = "Generation"
 
 ACCURACY_DEFINITION = (
-    "correct = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the extracted solution "
-    "equals the gold answer as a number (thousands separators allowed); "
+    "correct (seed rule) = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the "
+    "extracted solution equals the gold answer as a number (thousands separators allowed); "
+    "correct (math_equal) = the answer between the solution tags, else the last \\boxed{}, equals the gold "
+    "answer under py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify, issue #13); "
     "format compliance = match_format_exactly > 0"
 )
 
@@ -108,13 +113,14 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"# grpo eval — {meta['data']} ({meta['n']} problems, greedy, "
         f"max {meta['max_new_tokens']} new tokens)",
         "",
-        "| Model Checkpoint | Format Compliance (%) | Accuracy (%) | Avg Completion Length (Tokens) |",
-        "|---|---:|---:|---:|",
+        "| Model Checkpoint | Format Compliance (%) | Accuracy, seed rule (%) | Accuracy, math_equal (%) "
+        "| Avg Completion Length (Tokens) |",
+        "|---|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r['label']} | {100 * r['format_compliance']:.1f}% | {100 * r['accuracy']:.1f}% | "
-            f"{r['mean_completion_tokens']:.0f} |"
+            f"{100 * r['accuracy_math']:.1f}% | {r['mean_completion_tokens']:.0f} |"
         )
     lines += ["", f"Definitions: {ACCURACY_DEFINITION}.", f"Rewards scored by `{meta['rewards']}`.", ""]
     return "\n".join(lines)
@@ -300,6 +306,7 @@ def eval_(
                     "n": len(rows),
                     "format_compliance": sum(sc.format_ok) / len(rows),
                     "accuracy": sum(sc.correct) / len(rows),
+                    "accuracy_math": sum(sc.math_correct) / len(rows),
                     "mean_completion_tokens": sum(lengths) / len(lengths),
                     "hit_max_new_tokens": sum(1 for n in lengths if n >= max_new_tokens) / len(lengths),
                     "mean_match_format_exactly": sc.mean("format"),
@@ -307,7 +314,7 @@ def eval_(
                     "seconds": round(seconds, 2),
                 }
             )
-            for r, g, f, c in zip(rows, gens, sc.format_ok, sc.correct, strict=False):
+            for r, g, f, c, m in zip(rows, gens, sc.format_ok, sc.correct, sc.math_correct, strict=False):
                 samples.append(
                     {
                         "checkpoint": stage,
@@ -317,6 +324,7 @@ def eval_(
                         "tokens": len(g.tokens),
                         "format_ok": f,
                         "correct": c,
+                        "correct_math": m,
                     }
                 )
             rewards_source = sc.source
@@ -350,7 +358,8 @@ def eval_(
             "n": len(rows),
             "results": {
                 r["checkpoint"]: {
-                    k: r[k] for k in ("format_compliance", "accuracy", "mean_completion_tokens")
+                    k: r[k]
+                    for k in ("format_compliance", "accuracy", "accuracy_math", "mean_completion_tokens")
                 }
                 for r in results
             },
@@ -360,7 +369,8 @@ def eval_(
     table = Table(title=f"grpo eval — {data_label} ({len(rows)} problems, greedy)")
     table.add_column("Model Checkpoint")
     table.add_column("Format Compliance (%)", justify="right")
-    table.add_column("Accuracy (%)", justify="right")
+    table.add_column("Accuracy, seed rule (%)", justify="right")
+    table.add_column("Accuracy, math_equal (%)", justify="right")
     table.add_column("Avg Completion Length (Tokens)", justify="right")
     table.add_column("time", justify="right")
     for r in results:
@@ -368,6 +378,7 @@ def eval_(
             r["label"],
             f"{100 * r['format_compliance']:.1f}%",
             f"{100 * r['accuracy']:.1f}%",
+            f"{100 * r['accuracy_math']:.1f}%",
             f"{r['mean_completion_tokens']:.0f}",
             f"{r['seconds']:.1f}s",
         )

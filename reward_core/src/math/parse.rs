@@ -69,9 +69,13 @@ fn fnv(s: &str) -> u64 {
 }
 
 fn num_val(int: &str, frac: &str, point: bool) -> Val {
-    let digits = format!("{int}{frac}");
-    let exact = if digits.len() <= 36 {
-        digits.parse::<i128>().ok().and_then(|n| {
+    // i128 digits without an allocation; None past 36 digits.
+    let mut n: Option<i128> = Some(0);
+    for b in int.bytes().chain(frac.bytes()) {
+        n = n.and_then(|v| v.checked_mul(10)?.checked_add(i128::from(b - b'0')));
+    }
+    let exact = if int.len() + frac.len() <= 36 {
+        n.and_then(|n| {
             let den = 10i128.checked_pow(u32::try_from(frac.len()).ok()?)?;
             Rat::new(n, den)
         })
@@ -104,7 +108,20 @@ fn one_val(item: Item) -> Res<Vec<Val>> {
 }
 
 /// Cartesian combination of two multi-values, capped.
+/// `acc = combine(acc, b, f)`, in place for single values (the common case: no allocation).
+fn combine_into(acc: &mut Vec<Val>, b: &[Val], f: impl Fn(&Val, &Val) -> Val) -> Res<()> {
+    if let ([x], [y]) = (acc.as_mut_slice(), b) {
+        *x = f(x, y);
+        return Ok(());
+    }
+    *acc = combine(acc, b, f)?;
+    Ok(())
+}
+
 fn combine(a: &[Val], b: &[Val], f: impl Fn(&Val, &Val) -> Val) -> Res<Vec<Val>> {
+    if let ([x], [y]) = (a, b) {
+        return Ok(vec![f(x, y)]);
+    }
     if a.len() * b.len() > MAX_BRANCHES {
         return Err(());
     }
@@ -302,18 +319,18 @@ impl<'a> Parser<'a> {
         while is_op(self.peek()) {
             let op = self.bump();
             let rhs = one_val(self.term()?)?;
-            acc = match op {
-                Some(Tok::P('+')) => combine(&acc, &rhs, Val::add)?,
-                Some(Tok::P('-')) => combine(&acc, &rhs, Val::sub)?,
+            match op {
+                Some(Tok::P('+')) => combine_into(&mut acc, &rhs, Val::add)?,
+                Some(Tok::P('-')) => combine_into(&mut acc, &rhs, Val::sub)?,
                 _ => {
                     let mut both = combine(&acc, &rhs, Val::add)?;
                     both.extend(combine(&acc, &rhs, Val::sub)?);
                     if both.len() > MAX_BRANCHES {
                         return Err(());
                     }
-                    both
+                    acc = both;
                 }
-            };
+            }
         }
         Ok(Item::Val(acc))
     }
@@ -520,12 +537,19 @@ impl<'a> Parser<'a> {
 
     #[allow(clippy::too_many_lines)] // one match over the token kinds
     fn primary(&mut self) -> Res<Item> {
-        let Some(tok) = self.bump() else {
-            return Err(());
+        // Borrowed from the token slice (no clone of its strings) unless it is a split-off digit.
+        let tok: std::borrow::Cow<'a, Tok> = match self.pending.take() {
+            Some(t) => std::borrow::Cow::Owned(t),
+            None => {
+                let toks: &'a [Tok] = self.toks;
+                let t = toks.get(self.pos).ok_or(())?;
+                self.pos += 1;
+                std::borrow::Cow::Borrowed(t)
+            }
         };
-        match tok {
+        match &*tok {
             Tok::Num { int, frac, point } => {
-                let v = num_val(&int, &frac, point);
+                let v = num_val(int, frac, *point);
                 // `2516_8`, `4210_{5}`: a base subscript is dropped (as Math-Verify does); two
                 // different bases are told apart in `math_equal` (see `base_subscripts`).
                 if self.eat(&Tok::P('_')) {
@@ -546,9 +570,9 @@ impl<'a> Parser<'a> {
                     _ => Val::var(fnv(&name)),
                 }]))
             }
-            Tok::Word(w) => Ok(Item::Text(w)),
+            Tok::Word(w) => Ok(Item::Text(w.clone())),
             Tok::P('(' | '[') => {
-                let open = tok == Tok::P('[');
+                let open = *tok == Tok::P('[');
                 let (mut items, close) = self.list_until(&[Tok::P(')'), Tok::P(']')])?;
                 let close_sq = close == Tok::P(']');
                 match items.len() {
