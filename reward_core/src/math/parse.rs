@@ -611,8 +611,8 @@ impl<'a> Parser<'a> {
                 self.expect(&Tok::P('|'))?;
                 Ok(Item::Val(v.iter().map(abs_val).collect()))
             }
-            Tok::Begin(env) => self.matrix(&env),
-            Tok::Cmd(name) => self.command(&name),
+            Tok::Begin(env) => self.matrix(env),
+            Tok::Cmd(name) => self.command(name),
             _ => Err(()),
         }
     }
