@@ -207,3 +207,38 @@ def test_reflexive_and_symmetric(a: str, b: str) -> None:
     if normalize_math(a):
         assert math_equal(a, a)
     assert math_equal(a, b) == math_equal(b, a)
+
+
+def test_grpo_config_resolves_check_math_answer() -> None:
+    """`--rewards match_format_exactly,check_math_answer=2` → TRL callables bound to the run's format."""
+    from cli.config import _rewards
+    from cli.training.rewards import RewardTracker, resolve_rewards, wrap_rewards
+
+    spec = py_rewards.get_spec("seed000")
+    rewards = resolve_rewards(_rewards("match_format_exactly,check_math_answer=2"), spec)
+    assert [(r.name, r.weight) for r in rewards] == [
+        ("match_format_exactly", 1.0),
+        ("check_math_answer", 2.0),
+    ]
+    funcs = wrap_rewards(rewards, RewardTracker(), spec)
+    msgs = [[{"role": "assistant", "content": "x<end_working_out><SOLUTION>\\frac{1}{2}</SOLUTION>"}]]
+    assert [f(prompts=[[]], completions=msgs, answer=["0.5"]) for f in funcs] == [[3.0], [5.0]]
+
+
+def test_eval_scores_both_rules_side_by_side() -> None:
+    """`grpo eval`'s verdicts: the seed rule misses LaTeX answers that math_equal accepts."""
+    from cli.inference import score
+
+    spec = py_rewards.get_spec("seed000")
+    done = "working<end_working_out><SOLUTION>{}</SOLUTION>".format
+    completions = [
+        done("42"),
+        done("\\frac{1}{2}"),
+        done("2\\sqrt{3}"),
+        done("7"),
+        "no answer \\boxed{90^\\circ}",
+    ]
+    answers = ["42", "0.5", "\\sqrt{12}", "8", "90"]
+    sc = score(spec, completions, answers)
+    assert sc.correct == [True, False, False, False, False]
+    assert sc.math_correct == [True, True, True, False, True]
