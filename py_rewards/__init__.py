@@ -5,7 +5,7 @@ Python as the test oracle and a fallback backend. Importing this package needs o
 
 >>> from py_rewards import REGISTRY, make_reward_funcs
 >>> sorted(REGISTRY)[:3]
-['check_answer', 'check_answer_accuracy', 'check_numbers']
+['check_answer', 'check_answer_accuracy', 'check_math_answer']
 """
 
 from __future__ import annotations
