@@ -149,6 +149,9 @@ def adversarial(n: int = 100_000) -> dict[str, str]:
         "long tuple": "(" + ",".join(["1"] * (n // 2)) + ")",
         "\\boxed soup": "\\boxed{\\frac{" * (n // 13),
         "deep parentheses": "(" * (n // 2) + "1" + ")" * (n // 2),
+        "unary plus run": "+" * n + "1",
+        "\\sqrt without braces": "\\sqrt" * (n // 5) + "2",
+        "\\text{ soup": "\\text{" * (n // 6),
     }
 
 

@@ -427,9 +427,7 @@ impl<'a> Parser<'a> {
             self.leave();
             return Ok(Item::Val(v.iter().map(Val::neg).collect()));
         }
-        if self.eat(&Tok::P('+')) {
-            return self.factor();
-        }
+        while self.eat(&Tok::P('+')) {} // unary plus (a loop: `+++…` must not recurse)
         let mut item = self.primary()?;
         loop {
             match self.peek() {

@@ -159,6 +159,16 @@ fn adversarial_inputs_are_fast_and_false() {
         "x^".repeat(n / 2) + "2",
         "\\boxed{".repeat(n / 7),
         "-".repeat(n),
+        "+".repeat(n),
+        "2*+".repeat(n / 3) + "1",
+        "\\pm".repeat(n / 3),
+        "\\sqrt".repeat(n / 5) + "2",
+        "\\sin".repeat(n / 4) + "x",
+        "\\begin{pmatrix}".repeat(n / 15),
+        "\\text{".repeat(n / 6),
+        "|".repeat(n),
+        "^".repeat(n),
+        "x_".repeat(n / 2),
     ];
     for s in &inputs {
         let t = std::time::Instant::now();
