@@ -193,7 +193,47 @@ pub fn extract_answer<'a>(
 /// The right-hand side of an assignment `x = …` / `x ∈ …`.
 fn assignment_rhs(item: &Item) -> Option<&Item> {
     match item {
-        Item::Relation(sides, _, true) => sides.last(),
+        Item::Relation(sides, ops, lones)
+            if lones[0] && ops.iter().all(|o| matches!(o, Rel::Eq | Rel::In)) =>
+        {
+            sides.last()
+        }
+        _ => None,
+    }
+}
+
+/// `x ≤ 3` → `(-∞, 3]`, `1 < x ≤ 2` → `(1, 2]`: an inequality on one lone variable as the interval
+/// of its solutions (so it equals an interval answer, as in Math-Verify).
+fn as_interval(item: &Item) -> Option<Item> {
+    let Item::Relation(sides, ops, lones) = item else {
+        return None;
+    };
+    if !ops.iter().all(|o| matches!(o, Rel::Lt | Rel::Le)) {
+        return None;
+    }
+    let inf = |sign: f64| Item::Val(vec![Val::float(num::C::real(sign * f64::INFINITY))]);
+    let bound = |x: &Item| matches!(x, Item::Val(v) if v.len() == 1 && !v[0].vars);
+    match (sides.as_slice(), lones.as_slice(), ops.as_slice()) {
+        ([_, b], [true, false], [o]) if bound(b) => Some(Item::Interval {
+            lo: Box::new(inf(-1.0)),
+            hi: Box::new(b.clone()),
+            lo_closed: false,
+            hi_closed: *o == Rel::Le,
+        }),
+        ([a, _], [false, true], [o]) if bound(a) => Some(Item::Interval {
+            lo: Box::new(a.clone()),
+            hi: Box::new(inf(1.0)),
+            lo_closed: *o == Rel::Le,
+            hi_closed: false,
+        }),
+        ([a, _, b], [false, true, false], [o1, o2]) if bound(a) && bound(b) => {
+            Some(Item::Interval {
+                lo: Box::new(a.clone()),
+                hi: Box::new(b.clone()),
+                lo_closed: *o1 == Rel::Le,
+                hi_closed: *o2 == Rel::Le,
+            })
+        }
         _ => None,
     }
 }
@@ -277,8 +317,14 @@ fn item_eq(g: &Item, p: &Item) -> bool {
                 _ => false,
             }
         }
-        (Relation(..), _) => assignment_rhs(g).is_some_and(|r| item_eq(r, p)),
-        (_, Relation(..)) => assignment_rhs(p).is_some_and(|r| item_eq(g, r)),
+        (Relation(..), _) => {
+            assignment_rhs(g).is_some_and(|r| item_eq(r, p))
+                || as_interval(g).is_some_and(|i| item_eq(&i, p))
+        }
+        (_, Relation(..)) => {
+            assignment_rhs(p).is_some_and(|r| item_eq(g, r))
+                || as_interval(p).is_some_and(|i| item_eq(g, &i))
+        }
         (Item::Val(a), Item::Val(b)) => match (a.as_slice(), b.as_slice()) {
             ([x], [y]) => val_eq(x, y),
             _ => {

@@ -44,9 +44,9 @@ pub enum Item {
     },
     Union(Vec<Item>),
     Matrix(Vec<Vec<Item>>),
-    /// `a op b op c …` (`ops.len() == sides.len() - 1`); `true` for an assignment (`x = …`,
-    /// `x \in …`: one variable on the left, only `=`/`\in`).
-    Relation(Vec<Item>, Vec<Rel>, bool),
+    /// `a op b op c …` (`ops.len() == sides.len() - 1`), and which sides are a lone variable
+    /// (`x`, `x_1`, `\theta`, `f(x)`): an assignment is `x = …` / `x \in …`.
+    Relation(Vec<Item>, Vec<Rel>, Vec<bool>),
 }
 
 pub type Res<T> = Result<T, ()>;
@@ -221,13 +221,23 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn relation(&mut self) -> Res<Item> {
+    /// One side of a relation, and whether it was a lone variable (`x`, `\\theta`, `x_1`, `f(x)`).
+    fn side(&mut self) -> Res<(Item, bool)> {
         let start = (self.pos, self.pending.is_some());
-        let lone_var = matches!(self.peek(), Some(Tok::Letter(c)) if *c != 'e' && *c != 'i')
-            || matches!(self.peek(), Some(Tok::Cmd(c)) if GREEK.contains(&c.as_str()));
-        let first = self.union()?;
-        let lone_var = lone_var && !start.1 && self.pending.is_none() && self.pos == start.0 + 1;
+        let item = self.union()?;
+        let lone = !start.1
+            && self.pending.is_none()
+            && self
+                .toks
+                .get(start.0..self.pos)
+                .is_some_and(lone_var_tokens);
+        Ok((item, lone))
+    }
+
+    fn relation(&mut self) -> Res<Item> {
+        let (first, lone) = self.side()?;
         let mut sides = vec![first];
+        let mut lones = vec![lone];
         let mut ops = Vec::new();
         let mut flipped = None;
         while let Some((op, flip)) = self.rel_op() {
@@ -238,7 +248,9 @@ impl<'a> Parser<'a> {
                 return Err(()); // mixed directions: not a chain we compare
             }
             ops.push(op);
-            sides.push(self.union()?);
+            let (side, lone) = self.side()?;
+            sides.push(side);
+            lones.push(lone);
             if sides.len() > MAX_ITEMS {
                 return Err(());
             }
@@ -246,13 +258,12 @@ impl<'a> Parser<'a> {
         if ops.is_empty() {
             return sides.pop().ok_or(());
         }
-        let assign =
-            lone_var && flipped != Some(true) && ops.iter().all(|o| matches!(o, Rel::Eq | Rel::In));
         if flipped == Some(true) {
             sides.reverse();
             ops.reverse();
+            lones.reverse();
         }
-        Ok(Item::Relation(sides, ops, assign))
+        Ok(Item::Relation(sides, ops, lones))
     }
 
     fn union(&mut self) -> Res<Item> {
@@ -934,4 +945,38 @@ fn abs_val(v: &Val) -> Val {
     let mut a = v.map(|_| None, |z| C::real(z.abs()));
     a.vars = v.vars;
     a
+}
+
+/// Whether the tokens of a relation side are one variable: `x`, `\\theta`, `x_1`, `x_{12}`, or a
+/// function of variables `f(x)`, `f(x, y)` (not `e` or `i`, which are numbers).
+fn lone_var_tokens(toks: &[Tok]) -> bool {
+    let var = |t: &Tok| match t {
+        Tok::Letter(c) => *c != 'e' && *c != 'i',
+        Tok::Cmd(c) => GREEK.contains(&c.as_str()),
+        _ => false,
+    };
+    match toks {
+        [v] => var(v),
+        [v, Tok::P('_'), Tok::Num { .. } | Tok::Letter(_)] => var(v),
+        [v, Tok::P('_'), Tok::P('{'), inner @ .., Tok::P('}')] => {
+            var(v)
+                && inner.len() <= 4
+                && inner
+                    .iter()
+                    .all(|t| matches!(t, Tok::Num { .. } | Tok::Letter(_)))
+        }
+        [v, Tok::P('('), args @ .., Tok::P(')')] => {
+            var(v)
+                && !args.is_empty()
+                && args.iter().enumerate().all(|(k, t)| {
+                    if k % 2 == 0 {
+                        var(t)
+                    } else {
+                        *t == Tok::P(',')
+                    }
+                })
+                && args.len() % 2 == 1
+        }
+        _ => false,
+    }
 }

@@ -72,6 +72,10 @@ fn equal_pairs() {
         ("The answer is $\\boxed{\\frac{1}{2}}$.", "0.5"), // last \boxed
         ("\\{3\\}", "3"),                                  // singleton
         ("x > 1", "1 < x"),                                // inequalities
+        ("(-\\infty, 3]", "x \\le 3"),                     // an inequality is its solution interval
+        ("(1, 2]", "1 < x \\le 2"),
+        ("x^2", "f(x)=x^2"),  // f(x) = … assigns
+        ("\\sqrt{-4}", "2i"), // principal root
         ("2 \\times 3", "6"),
         ("6!", "720"),
         ("\\binom{5}{2}", "10"),
@@ -110,6 +114,8 @@ fn unequal_pairs() {
         ("x^2", "x^3"),
         ("\\sin x", "\\cos x"),
         ("x < 1", "x > 1"),
+        ("(-\\infty, 3)", "x \\le 3"),
+        ("x^2", "2x = x^2"),
         ("", "1"),
         ("1", ""),
         ("\\frac{1}{0}", "1"),
