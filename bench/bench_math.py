@@ -79,8 +79,24 @@ VERDICTS: list[tuple[str, Callable[[str, str, bool, bool], bool], str]] = [
     ),
     (
         "ours",
-        lambda p, g, o, m: o and not m and "\\left(" in p and re.search(r"\\(mbox|text)\{", p) is not None,
+        lambda p, g, o, m: (
+            o
+            and not m
+            and re.search(r"^\(|\\left\(", _bare(p)) is not None
+            and re.search(r"\\(mbox|text)\{", p) is not None
+        ),
         "parentheses around a number with a unit; Math-Verify keeps the unit inside and fails",
+    ),
+    (
+        "ours",
+        lambda p, g, o, m: (
+            o
+            and not m
+            and re.search(r"\d\s+[a-z]{2,}\^\d$", _bare(p)) is not None
+            and re.search(r"\^2$", g) is not None
+            and p.endswith("^2")
+        ),
+        "a unit in plain letters with its power (`15  cm^2`); Math-Verify reads `cm^2` as variables",
     ),
     (
         "math-verify",
