@@ -9,14 +9,16 @@
 //! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; `$`, `\(`, `\)`, `\[`, `\]` are dropped.
 //! - Dropped: `\left`, `\right`, `\big…`, `\displaystyle`, spacing (`\,` `\!` `\;` `\:` `\ ` `~`
 //!   `\quad`), `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and unit
-//!   words inside `\text{}`/`\mbox{}` with their power (`15\mbox{ cm}^2` = `15`).
+//!   words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
+//!   letters at the end after a number (`5.4 cents` = `5.4`).
 //! - `\text{}`, `\textbf{}`, `\mathrm{}`, `\mbox{}`, `\operatorname{}` are transparent; the letters
 //!   inside form words (`\text{Evelyn}`); `\text{ or }`/`\text{ and }` separate list items.
 //! - Letters are case-folded (`3R^2` = `3r^2`, `\text{(B)}` = `b`): Math-Verify does the same.
 //! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div` → `/`; `\leq`,
 //!   `\geq`, `\neq`, `≤`… → one form; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands.
 //! - Thousands separators outside brackets: `10,080`, `10,\!080`, `10{,}080` = `10080` (inside
-//!   brackets `(1,234)` stays a pair). A numeric base subscript is dropped: `2516_8` = `2516`.
+//!   brackets `(1,234)` stays a pair). A numeric base subscript is dropped when only one side has
+//!   one (`2516_8` = `2516`, as Math-Verify); two different bases are not equal (`52_8` ≠ `52_10`).
 //!
 //! # What is compared
 //! - Numbers and closed forms are evaluated **exactly** where possible: rationals (`\frac 34`,
@@ -27,8 +29,9 @@
 //! - Otherwise (π, e, trig, logs, other roots, exact overflow) in complex floating point: equal
 //!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute.
 //! - A written decimal against any other value: equal when the value rounded to the decimal's own
-//!   number of places (at least 6) is that decimal (`0.333333` = `\frac13`, `0.33` ≠ `\frac13`,
-//!   `3.141593` = `\pi`), as Math-Verify's 6-place rounding does for floats.
+//!   number of places (at least 6; trailing zeros add none) is that decimal (`0.333333` = `\frac13`,
+//!   `4.6666670` = `\frac{14}{3}`, `0.33` ≠ `\frac13`, `3.141593` = `\pi`), like Math-Verify's 6-place
+//!   rounding of floats but never coarser than what was written (`0.5468751` ≠ `\frac{35}{64}`).
 //! - Percent: `x\%` equals both `x` and `x/100` (`10\%` = `10` = `0.1`, `237.5\%` = `237.5`).
 //! - Mixed numbers: an integer followed by `\frac{p}{q}` is their sum (`1\frac{4}{5}` = `\frac95`).
 //! - Expressions with variables are compared at three fixed sample points (each variable gets a
@@ -38,16 +41,26 @@
 //! - Collections (order rules as Math-Verify's): `\{…\}` sets and bare lists `a, b, c` are
 //!   unordered (`3, 5, 7` = `\{7,5,3\}`); tuples `(a, b)` are ordered and match a list in the order
 //!   written; intervals `[a, b)` compare endpoints and which ends are closed (`(a, b)` is a tuple
-//!   and an open interval at once); unions `A \cup B` are unordered; matrices (`pmatrix`, `bmatrix`,
+//!   and an open interval at once; an infinite end is open however it is written); unions
+//!   `A \cup B` are unordered; matrices (`pmatrix`, `bmatrix`,
 //!   `array`) compare shape and cells. A one-element collection equals its element.
-//! - Relations: an assignment `x = 3` (a single variable on the left, or `x \in S`) equals its
-//!   right-hand side `3` (either side may be the assignment; the rule is symmetric). Two equations
+//! - Relations: an assignment `x = 3` (a lone variable such as `x`, `x_1`, `\theta` or `f(x)` on
+//!   the left, or `x \in S`) equals its right-hand side `3` (either side may be the assignment; the
+//!   rule is symmetric). An inequality on one variable equals the interval of its solutions
+//!   (`x \le 3` = `(-\infty, 3]`, `1 < x \le 2` = `(1, 2]`). Two equations
 //!   are equal when `lhs − rhs` of one is a non-zero constant multiple of the other's
 //!   (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`), inequalities with a positive multiple (`x > 1` = `1 < x`).
 //! - Text: answers equal as normalised text are equal (`\text{Evelyn}` = `Evelyn`, `\text{(B)}` = `B`).
 //!
 //! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
 //! symmetric.
+//!
+//! # Limits (what keeps every judgement linear)
+//! Answers are read up to 1 MiB ([`lex::MAX_LEN`]); groups nest at most [`parse::MAX_DEPTH`] deep; a
+//! `±` expression expands to at most 8 values; collections hold at most [`parse::MAX_ITEMS`]
+//! elements; exact values have at most 16 terms of `i128` rationals and integer powers up to 256
+//! (beyond, the floating-point samples decide). Past a limit the answer is not parsed and only its
+//! normalised text can make it equal.
 
 // Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
 // operator traits: these ops are partial). Casts are between sample floats and small integers.
