@@ -263,7 +263,10 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
 
     while i < n {
         let c = chars[i];
-        if in_text(&braces) && c.is_alphabetic() {
+        // A word character: one that lower-cases to letters only (`İ` → `i̇` has a combining mark,
+        // which would not read back as part of the word), and not `π` (the constant).
+        let wordy = |c: char| c.is_alphabetic() && c.to_lowercase().all(char::is_alphabetic);
+        if in_text(&braces) && wordy(c) && !matches!(c, 'π' | 'Π') {
             word.extend(c.to_lowercase());
             i += 1;
             continue;
@@ -436,7 +439,12 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
             }
             _ if c.is_alphabetic() => {
                 for l in c.to_lowercase() {
-                    out.push(Tok::Letter(l));
+                    // `Π` lower-cases to `π`, which is the constant (as a bare `π` is)
+                    out.push(match l {
+                        'π' => Tok::Cmd("pi".into()),
+                        _ if l.is_alphabetic() => Tok::Letter(l),
+                        _ => Tok::P(l), // a combining mark from lower-casing (`İ` → `i` + U+0307)
+                    });
                 }
                 i += 1;
             }
@@ -620,7 +628,8 @@ pub fn render(toks: &[Tok]) -> String {
             Tok::P(c) => s.push(*c),
             Tok::SetOpen => s.push_str("\\{"),
             Tok::SetClose => s.push_str("\\}"),
-            Tok::RowSep => s.push_str("\\\\"),
+            // the space keeps `\\` + letters from reading back as a command (`\\boxed`)
+            Tok::RowSep => s.push_str("\\\\ "),
             Tok::Percent => s.push_str("\\%"),
             Tok::Begin(e) => {
                 let _ = write!(s, "\\begin{{{e}}}");

@@ -214,3 +214,112 @@ proptest! {
         prop_assert_eq!(math_equal(&s, &t), math_equal(&t, &s));
     }
 }
+
+/// A cargo-fuzz-free fuzz: long random LaTeX made of the fragments the parser cares about (deeper
+/// and longer than the proptest strategies), judged against itself and against short answers.
+#[test]
+fn random_latex_never_panics() {
+    const FRAGMENTS: &[&str] = &[
+        "\\frac",
+        "\\dfrac",
+        "\\sqrt",
+        "[3]",
+        "\\left(",
+        "\\right)",
+        "\\left[",
+        "\\right]",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        "\\{",
+        "\\}",
+        ",",
+        ";",
+        "=",
+        "<",
+        "\\le",
+        "\\ge",
+        "\\in",
+        "\\cup",
+        "\\pm",
+        "^",
+        "_",
+        "!",
+        "%",
+        "\\%",
+        "'",
+        "|",
+        "&",
+        "\\\\",
+        "\\begin{pmatrix}",
+        "\\end{pmatrix}",
+        "\\begin{array}{cc}",
+        "\\text{",
+        "\\mbox{ cm}",
+        "\\text{ or }",
+        "\\boxed{",
+        "\\pi",
+        "\\infty",
+        "\\circ",
+        "\\cdot",
+        "\\times",
+        "\\sin",
+        "\\log_",
+        "\\ln",
+        "\\binom",
+        "\\emptyset",
+        "\\alpha",
+        "0",
+        "1",
+        "2",
+        "9",
+        "12",
+        "1,000",
+        "0.5",
+        ".25",
+        "3.",
+        "x",
+        "y",
+        "e",
+        "i",
+        "f(x)",
+        "+",
+        "-",
+        "*",
+        "/",
+        " ",
+        "$",
+        "°",
+        "π",
+        "√",
+        "−",
+        "\\!",
+        "\\,",
+        "\\$",
+        "\\",
+        "é",
+        "中",
+    ];
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let shorts = ["1", "x", "(1,2)", "\\frac12", "x=1", "\\{1\\}", "[0,1)", ""];
+    for round in 0..3000 {
+        let len = (next() % if round % 10 == 0 { 2000 } else { 60 }) as usize;
+        let s: String = (0..len)
+            .map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize])
+            .collect();
+        let _ = math_equal(&s, &s);
+        let _ = math_equal(&s, shorts[round % shorts.len()]);
+        let _ = math_equal(shorts[round % shorts.len()], &s);
+        let once = normalize(&s);
+        assert_eq!(normalize(&once), once, "normalize not idempotent on {s:?}");
+    }
+}
