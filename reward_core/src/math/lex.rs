@@ -479,32 +479,65 @@ fn push_word(out: &mut Vec<Tok>, w: String) {
 
 /// Removes the `Unit` marks and a power right after one (`\mbox{ cm}^2`, `\text{ft}^{3}`).
 fn drop_units(mut toks: Vec<Tok>) -> Vec<Tok> {
-    trailing_bare_unit(&mut toks);
-    if !toks.contains(&Tok::Unit) {
-        return toks;
-    }
-    let mut out = Vec::with_capacity(toks.len());
-    let mut i = 0;
-    while i < toks.len() {
-        if toks[i] == Tok::Unit {
-            i += 1;
-            let is_int = |t: Option<&Tok>| matches!(t, Some(Tok::Num { point: false, .. }));
-            if toks.get(i) == Some(&Tok::P('^')) {
-                if is_int(toks.get(i + 1)) {
-                    i += 2;
-                } else if toks.get(i + 1) == Some(&Tok::P('{'))
-                    && is_int(toks.get(i + 2))
-                    && toks.get(i + 3) == Some(&Tok::P('}'))
-                {
-                    i += 4;
+    strip_answer_prefix(&mut toks);
+    if toks.contains(&Tok::Unit) {
+        let mut out = Vec::with_capacity(toks.len());
+        let mut i = 0;
+        while i < toks.len() {
+            if toks[i] == Tok::Unit {
+                i += 1;
+                let is_int = |t: Option<&Tok>| matches!(t, Some(Tok::Num { point: false, .. }));
+                if toks.get(i) == Some(&Tok::P('^')) {
+                    if is_int(toks.get(i + 1)) {
+                        i += 2;
+                    } else if toks.get(i + 1) == Some(&Tok::P('{'))
+                        && is_int(toks.get(i + 2))
+                        && toks.get(i + 3) == Some(&Tok::P('}'))
+                    {
+                        i += 4;
+                    }
                 }
+                continue;
             }
-            continue;
+            out.push(toks[i].clone());
+            i += 1;
         }
-        out.push(toks[i].clone());
-        i += 1;
+        toks = out;
     }
-    out
+    // after the marked units, so `12 cm\\mbox{ cm}` loses both
+    trailing_bare_unit(&mut toks);
+    toks
+}
+
+/// `The answer is 5`, `Answer: 5`, `\\text{The final answer is } 5`: everything up to the last
+/// "answer is" / "answer:" is prose.
+fn strip_answer_prefix(toks: &mut Vec<Tok>) {
+    const ANSWER: [char; 6] = ['a', 'n', 's', 'w', 'e', 'r'];
+    let letters_at = |i: usize, w: &[char]| {
+        toks.get(i..i + w.len())
+            .is_some_and(|ts| ts.iter().zip(w).all(|(t, c)| *t == Tok::Letter(*c)))
+    };
+    let mut cut = None;
+    for i in 0..toks.len() {
+        // the word "answer" (letters or a \text word), then "is" or ":"
+        let after = if letters_at(i, &ANSWER) {
+            i + ANSWER.len()
+        } else if matches!(&toks[i], Tok::Word(w) if w == "answer") {
+            i + 1
+        } else {
+            continue;
+        };
+        if toks.get(after) == Some(&Tok::P(':')) {
+            cut = Some(after + 1);
+        } else if letters_at(after, &['i', 's']) {
+            cut = Some(after + 2);
+        } else if matches!(toks.get(after), Some(Tok::Word(w)) if w == "is") {
+            cut = Some(after + 1);
+        }
+    }
+    if let Some(c) = cut {
+        toks.drain(..c);
+    }
 }
 
 /// A unit written in bare letters at the end (`5.4 cents`, `\\frac{270}7 degrees`, `864 inches^2`)
@@ -546,9 +579,7 @@ fn trailing_bare_unit(toks: &mut Vec<Tok>) {
         })
         .collect();
     if word != "in" && UNITS.contains(&word.as_str()) {
-        toks.truncate(start);
-        toks.push(Tok::Unit);
-        // the power after it goes with it (`drop_units` skips a `^2` right after a Unit)
+        toks.truncate(start); // the unit and its power
     }
 }
 

@@ -6,7 +6,10 @@
 //! parsing pass with a nesting limit ([`parse::MAX_DEPTH`]), bounded exact arithmetic.
 //!
 //! # What is normalised (the tokenizer, [`normalize`] shows its output)
-//! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; `$`, `\(`, `\)`, `\[`, `\]` are dropped.
+//! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; else the last `$…$` / `$$…$$` segment of
+//!   a text that has one; `$`, `\(`, `\)`, `\[`, `\]` are dropped. Prose around the answer goes:
+//!   everything up to the last "answer is" / "answer:" (`The final answer is 5.` = `5`), and up
+//!   to three plain words after a final number (`12 apples` = `12`).
 //! - Dropped: `\left`, `\right`, `\big…`, `\displaystyle`, spacing (`\,` `\!` `\;` `\:` `\ ` `~`
 //!   `\quad`), `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and unit
 //!   words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
@@ -87,10 +90,65 @@ use parse::{Item, Parser, Rel, MAX_ITEMS};
 
 /// The answer text of `s`: the last `\boxed{…}` if there is one, else `s`.
 fn answer_part(s: &str) -> &str {
-    if s.contains("\\boxed") || s.contains("\\fbox") {
+    let s = if s.contains("\\boxed") || s.contains("\\fbox") {
         lex::last_boxed(s).unwrap_or(s)
     } else {
         s
+    };
+    trailing_words(last_math_segment(s))
+}
+
+/// The last `$…$` / `$$…$$` segment of a text that has one (`The answer is $\frac12$.`).
+fn last_math_segment(s: &str) -> &str {
+    if !s.contains('$') {
+        return s;
+    }
+    // (start, end) byte ranges of the unescaped delimiters; `$$` is one delimiter.
+    let b = s.as_bytes();
+    let mut delims: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2, // `\$` is a dollar sign, not a delimiter
+            b'$' => {
+                let n = if b.get(i + 1) == Some(&b'$') { 2 } else { 1 };
+                delims.push((i, i + n));
+                i += n;
+            }
+            _ => i += 1,
+        }
+    }
+    if delims.len() < 2 {
+        return s;
+    }
+    let (open, close) = if delims.len() % 2 == 0 {
+        (delims[delims.len() - 2], delims[delims.len() - 1])
+    } else {
+        // an odd count: the last complete pair before the stray one
+        (delims[delims.len() - 3], delims[delims.len() - 2])
+    };
+    s.get(open.1..close.0).unwrap_or(s)
+}
+
+/// `12 apples`, `5.4 red cents.`: up to three plain words after a number (or a closing bracket)
+/// at the end are prose, not part of the answer (Math-Verify drops them too).
+fn trailing_words(s: &str) -> &str {
+    let mut t = s.trim_end().trim_end_matches('.');
+    for _ in 0..3 {
+        let Some(sp) = t.rfind(' ') else { break };
+        let word = &t[sp + 1..];
+        let before = t[..sp].trim_end();
+        let ends_value = before.ends_with(|c: char| c.is_ascii_digit() || c == '}' || c == ')');
+        if word.len() >= 3 && word.bytes().all(|c| c.is_ascii_alphabetic()) && ends_value {
+            t = before;
+        } else {
+            break;
+        }
+    }
+    if t.len() == s.trim_end().trim_end_matches('.').len() {
+        s
+    } else {
+        t
     }
 }
 

@@ -70,9 +70,15 @@ fn equal_pairs() {
             "\\begin{pmatrix} -1/3 \\\\ 2/3 \\end{pmatrix}",
         ),
         ("The answer is $\\boxed{\\frac{1}{2}}$.", "0.5"), // last \boxed
-        ("\\{3\\}", "3"),                                  // singleton
-        ("x > 1", "1 < x"),                                // inequalities
-        ("(-\\infty, 3]", "x \\le 3"),                     // an inequality is its solution interval
+        ("\\{3\\}", "3"),
+        ("The answer is $\\frac{1}{2}$.", "0.5"), // prose around the answer
+        ("Answer: 5", "5"),
+        ("The final answer is 5.", "5"),
+        ("\\text{The answer is } 7", "7"),
+        ("12 apples", "12"),
+        ("$$x = 2$$", "2"),            // singleton
+        ("x > 1", "1 < x"),            // inequalities
+        ("(-\\infty, 3]", "x \\le 3"), // an inequality is its solution interval
         ("(1, 2]", "1 < x \\le 2"),
         ("x^2", "f(x)=x^2"),  // f(x) = … assigns
         ("\\sqrt{-4}", "2i"), // principal root
@@ -106,6 +112,8 @@ fn unequal_pairs() {
         ("\\text{an ellipse}", "\\text{ellipse}"),
         ("90", "\\frac{\\pi}{2}"),
         ("4.00001", "4"),
+        ("12 apples", "13"),
+        ("The answer is $3$ or $4$", "3"),
         ("0.0000673", ".0000672"),      // 7 places are compared, not 6
         ("5x - 7y + 11z + 4 = 0", "0"), // an equation is not its right side
         ("52_10", "52_8"),              // different bases
