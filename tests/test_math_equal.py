@@ -46,6 +46,9 @@ TABLE = [
     ("0.33", "\\frac13", False),  # too few places
     ("-4 - 2\\cdot i", "-4 - 2i", True),  # Math-Verify gets this wrong
     ("12 + 10t", "10t + 12", True),  # Math-Verify gets this wrong
+    ("The answer is $\\frac{1}{2}$.", "0.5", True),  # prose around the answer
+    ("x \\le 3", "(-\\infty, 3]", True),  # an inequality is its solution set
+    ("52_8", "52_{10}", False),  # different bases
 ]
 
 
