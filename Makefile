@@ -3,13 +3,14 @@ PY ?= python3
 PIP := $(PY) -m pip
 EXTRAS ?= train,gguf,cosine,dev
 
-.PHONY: help install build test test-rust test-py lint fmt bench demo clean
+.PHONY: help install build test test-rust test-py lint fmt bench bench-math demo clean
 
 help:
 	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)]"
 	@echo "make test     - cargo tests of the reward core, then the pytest suite"
 	@echo "make lint     - ruff, rustfmt --check, clippy -D warnings, mypy stubtest"
 	@echo "make bench    - reward-engine benchmark (bench/bench_rewards.py), outside the test run"
+	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
 	@echo "make demo     - the whole chain on the CPU: prep -> sft -> grpo -> export -> chat"
 
 install:
@@ -39,6 +40,9 @@ fmt:
 
 bench:
 	$(PY) bench/bench_rewards.py
+
+bench-math:
+	$(PY) bench/bench_math.py
 
 demo:
 	bash scripts/demo.sh

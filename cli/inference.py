@@ -199,6 +199,9 @@ class Scores:
     format_ok: list[bool]
     correct: list[bool]
     source: str = ""
+    # Issue #13: the answer (solution tags, else the last \boxed{}) equals the gold one under
+    # py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify).
+    math_correct: list[bool] = field(default_factory=list)
 
     def mean(self, name: str) -> float:
         vals = [float(v) for v in getattr(self, name)]
@@ -252,7 +255,17 @@ def score(
             _, solution, _ = split_completion(spec, c)
             ok = s != sc.answer_missing and solution is not None and _numeric_equal(solution, a)
         correct.append(bool(ok))
-    return Scores(fmt, acc, [f > 0 for f in fmt], correct, source)
+    return Scores(fmt, acc, [f > 0 for f in fmt], correct, source, math_verdicts(spec, completions, answers))
+
+
+def math_verdicts(spec: Any, completions: Sequence[str], answers: Sequence[str]) -> list[bool]:
+    """Whether each completion's answer (between the solution tags, else its last ``\\boxed{}``)
+    equals the gold answer under ``py_rewards.math_equal``; no answer is not correct."""
+    from py_rewards import extract_math_answer, math_equal_batch
+
+    extracted = [extract_math_answer(c, spec.solution_start, spec.solution_end) for c in completions]
+    verdicts = math_equal_batch([e if e is not None else "" for e in extracted], [str(a) for a in answers])
+    return [bool(v) and e is not None for v, e in zip(verdicts, extracted, strict=True)]
 
 
 # ---- loading -----------------------------------------------------------------------------------

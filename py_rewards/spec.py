@@ -45,6 +45,10 @@ class RewardScores:
     numeric_miss: float = -1.5
     numeric_unparsable: float = 0.0
     numeric_missing: float = -2.5
+    # check_math_answer (issue #13): the answer equals the gold one under py_rewards.math_equal
+    math_correct: float = 5.0
+    math_wrong: float = -2.5
+    math_missing: float = -2.0  # no solution tags and no \boxed{} answer
 
 
 _SEED000_SYSTEM = (

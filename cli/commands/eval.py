@@ -5,8 +5,11 @@ adapter (each one present), the columns of seed 000's results table:
 
 - [bold]format compliance[/]: share of completions where match_format_exactly > 0 (seed 000's FORMAT regex:
   reasoning-end tag, then the answer between the solution tags, then only whitespace);
-- [bold]accuracy[/]: share whose extracted answer equals the gold one exactly or after strip()
+- [bold]accuracy, seed rule[/]: share whose extracted answer equals the gold one exactly or after strip()
   (check_answer_accuracy's two top tiers), or numerically (thousands separators allowed: "1,000" = "1000.0");
+- [bold]accuracy, math_equal[/]: share whose answer (solution tags, else the last \\boxed{}) equals the gold
+  one under py_rewards.math_equal, which reads MATH-style LaTeX (\\frac{1}{2} = 0.5, 2\\sqrt3 = \\sqrt{12},
+  90^\\circ = 90, intervals, sets, ...) like Math-Verify; on GSM8K/DAPO integers the two agree;
 - [bold]mean length[/]: completion tokens up to EOS.
 
 Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
@@ -42,8 +45,10 @@ DATA_PANEL = "Data"
 GEN_PANEL = "Generation"
 
 ACCURACY_DEFINITION = (
-    "correct = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the extracted solution "
-    "equals the gold answer as a number (thousands separators allowed); "
+    "correct (seed rule) = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the "
+    "extracted solution equals the gold answer as a number (thousands separators allowed); "
+    "correct (math_equal) = the answer between the solution tags, else the last \\boxed{}, equals the gold "
+    "answer under py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify, issue #13); "
     "format compliance = match_format_exactly > 0; "
     "reward = match_format_exactly + check_answer_accuracy (seed 000's scores); intervals are 95 % "
     "(Wilson for rates, normal for the mean reward, paired bootstrap over prompts for differences)"
@@ -110,9 +115,10 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"# grpo eval — {meta['data']} ({meta['n']} problems, greedy, "
         f"max {meta['max_new_tokens']} new tokens)",
         "",
-        "| Model Checkpoint | Format Compliance (%) | Accuracy (%) | Mean reward "
+        "| Model Checkpoint | Format Compliance (%) | Accuracy, seed rule (%) | Accuracy, math_equal (%) "
+        "| Mean reward "
         "| Avg Completion Length (Tokens) |",
-        "|---|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|",
     ]
 
     def pct(r: dict[str, Any], key: str) -> str:
@@ -126,8 +132,8 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""
         )
         lines.append(
-            f"| {r['label']} | {pct(r, 'format_compliance')} | {pct(r, 'accuracy')} | {reward} | "
-            f"{r['mean_completion_tokens']:.0f} |"
+            f"| {r['label']} | {pct(r, 'format_compliance')} | {pct(r, 'accuracy')} | "
+            f"{100 * r['accuracy_math']:.1f}% | {reward} | {r['mean_completion_tokens']:.0f} |"
         )
     for pair in meta.get("paired") or []:
         lines.append(
@@ -379,6 +385,7 @@ def eval_(
                     "n": len(rows),
                     "format_compliance": sum(sc.format_ok) / len(rows),
                     "accuracy": sum(sc.correct) / len(rows),
+                    "accuracy_math": sum(sc.math_correct) / len(rows),
                     "mean_completion_tokens": sum(lengths) / len(lengths),
                     "hit_max_new_tokens": sum(1 for n in lengths if n >= max_new_tokens) / len(lengths),
                     "mean_match_format_exactly": sc.mean("format"),
@@ -387,7 +394,9 @@ def eval_(
                     "seconds": round(seconds, 2),
                 }
             )
-            for r, g, f, c, rw in zip(rows, gens, sc.format_ok, sc.correct, rewards, strict=False):
+            for r, g, f, c, m, rw in zip(
+                rows, gens, sc.format_ok, sc.correct, sc.math_correct, rewards, strict=False
+            ):
                 samples.append(
                     {
                         "checkpoint": stage,
@@ -397,6 +406,7 @@ def eval_(
                         "tokens": len(g.tokens),
                         "format_ok": f,
                         "correct": c,
+                        "correct_math": m,
                         "reward": rw,
                     }
                 )
@@ -434,7 +444,8 @@ def eval_(
             "n": len(rows),
             "results": {
                 r["checkpoint"]: {
-                    k: r[k] for k in ("format_compliance", "accuracy", "mean_completion_tokens")
+                    k: r[k]
+                    for k in ("format_compliance", "accuracy", "accuracy_math", "mean_completion_tokens")
                 }
                 for r in results
             },
@@ -444,7 +455,8 @@ def eval_(
     table = Table(title=f"grpo eval — {data_label} ({len(rows)} problems, greedy)")
     table.add_column("Model Checkpoint")
     table.add_column("Format Compliance (%)", justify="right")
-    table.add_column("Accuracy (%)", justify="right")
+    table.add_column("Accuracy, seed rule (%)", justify="right")
+    table.add_column("Accuracy, math_equal (%)", justify="right")
     table.add_column("Avg Completion Length (Tokens)", justify="right")
     table.add_column("time", justify="right")
     for r in results:
@@ -452,6 +464,7 @@ def eval_(
             r["label"],
             f"{100 * r['format_compliance']:.1f}%",
             f"{100 * r['accuracy']:.1f}%",
+            f"{100 * r['accuracy_math']:.1f}%",
             f"{r['mean_completion_tokens']:.0f}",
             f"{r['seconds']:.1f}s",
         )

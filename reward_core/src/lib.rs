@@ -11,6 +11,7 @@
 //! assert_eq!(scorer.score000(text, Some("4")), [3.0, 1.5, 5.0, 3.5]);
 //! ```
 
+pub mod math;
 pub mod parallel;
 pub mod pyfloat;
 pub mod scan;
@@ -21,6 +22,7 @@ mod python;
 
 use std::fmt;
 
+pub use math::{extract_answer as extract_math_answer, math_equal, math_equal_batch};
 pub use pyfloat::py_float;
 pub use scan::{Scan000, TagScanner};
 pub use unicode::{is_py_space, py_strip};
@@ -112,6 +114,11 @@ pub struct Scores {
     pub numeric_miss: f64,
     pub numeric_unparsable: f64,
     pub numeric_missing: f64,
+    /// `check_math_answer` (issue #13): the answer equals the gold one under [`math::math_equal`].
+    pub math_correct: f64,
+    pub math_wrong: f64,
+    /// No solution tags and no `\boxed{}` answer.
+    pub math_missing: f64,
 }
 
 impl Default for Scores {
@@ -131,6 +138,9 @@ impl Default for Scores {
             numeric_miss: -1.5,
             numeric_unparsable: 0.0,
             numeric_missing: -2.5,
+            math_correct: 5.0,
+            math_wrong: -2.5,
+            math_missing: -2.0,
         }
     }
 }
@@ -298,6 +308,32 @@ impl Scorer {
         }
     }
 
+    /// `check_math_answer` on one completion: the answer between the solution tags (else the last
+    /// `\boxed{}`) judged against `answer` by [`math::math_equal`].
+    pub fn check_math(&self, text: &str, answer: &str) -> f64 {
+        let t = &self.tags;
+        match math::extract_answer(text, &t.solution_start, &t.solution_end) {
+            None => self.scores.math_missing,
+            Some(a) if math::math_equal(a, answer) => self.scores.math_correct,
+            Some(_) => self.scores.math_wrong,
+        }
+    }
+
+    /// [`Self::check_math`] over a batch, in parallel when enabled.
+    pub fn batch_math(&self, texts: &[&str], answers: &[&str]) -> Result<Vec<f64>, Error> {
+        if answers.len() != texts.len() {
+            return Err(Error::LengthMismatch {
+                what: "answer",
+                expected: texts.len(),
+                got: answers.len(),
+            });
+        }
+        let total: usize = texts.iter().chain(answers).map(|t| t.len()).sum();
+        Ok(parallel::map_indices(texts.len(), total, |i| {
+            self.check_math(texts[i], answers[i])
+        }))
+    }
+
     /// Seed 001's answer extraction (the text the cosine reward embeds; `""` when absent).
     pub fn extract001<'a>(&self, text: &'a str) -> &'a str {
         self.scanner.boxed001(text).unwrap_or("")
@@ -425,6 +461,20 @@ mod tests {
         for &(t, a, want) in cases {
             assert_eq!(s.score000(t, Some(a))[3], want, "{t:?} vs {a:?}");
         }
+    }
+
+    #[test]
+    fn check_math_table() {
+        let s = s000();
+        let w = |x: &str| format!("<end_working_out><SOLUTION>{x}</SOLUTION>");
+        assert_eq!(s.check_math(&w("\\frac12"), "0.5"), 5.0); // equal under the verifier
+        assert_eq!(s.check_math(&w("0.6"), "0.5"), -2.5); // wrong
+        assert_eq!(s.check_math("so \\boxed{2\\sqrt3}", "\\sqrt{12}"), 5.0); // boxed fallback
+        assert_eq!(s.check_math("no answer", "1"), -2.0); // missing
+        assert_eq!(
+            s.batch_math(&["x"], &[]).unwrap_err().to_string(),
+            "answer has 0 items but completions has 1"
+        );
     }
 
     #[test]

@@ -664,6 +664,9 @@ fn scores_from(mapping: Option<&Bound<'_, PyAny>>) -> PyResult<Scores> {
             "numeric_miss" => &mut s.numeric_miss,
             "numeric_unparsable" => &mut s.numeric_unparsable,
             "numeric_missing" => &mut s.numeric_missing,
+            "math_correct" => &mut s.math_correct,
+            "math_wrong" => &mut s.math_wrong,
+            "math_missing" => &mut s.math_missing,
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown reward score {other:?}"
@@ -964,6 +967,26 @@ impl PyScorer {
         })
     }
 
+    /// `check_math_answer` over a batch (issue #13): the GIL is released while judging.
+    fn check_math(
+        &self,
+        py: Python<'_>,
+        completions: &Bound<'_, PyAny>,
+        answer: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<f64>> {
+        let contents = contents(completions)?;
+        if answer.is_none() {
+            return Err(PyValueError::new_err(
+                "check_math_answer needs answer= (one gold answer per completion), got None",
+            ));
+        }
+        let answers = answers(answer, contents.len())?;
+        let texts = as_strs(&contents)?;
+        let golds = as_strs(&answers)?;
+        let inner = &self.inner;
+        detach_guarded(py, || inner.batch_math(&texts, &golds))?.map_err(PyErr::from)
+    }
+
     /// `FORMAT_REGEX.search(text).group(1)` or None.
     fn format_group(&self, text: &str) -> Option<String> {
         self.inner.scanner().scan000(text).format.map(str::to_owned)
@@ -1026,6 +1049,88 @@ fn py_float(s: &str) -> Option<f64> {
     crate::py_float(s)
 }
 
+/// A `str` argument's text, or None for anything else (a non-str, a lone surrogate).
+fn text_of_any<'a>(obj: &'a Bound<'_, PyAny>) -> Option<std::borrow::Cow<'a, str>> {
+    obj.cast::<PyString>()
+        .ok()?
+        .to_str()
+        .ok()
+        .map(std::borrow::Cow::Borrowed)
+}
+
+/// Whether `pred` is a correct answer for `gold` (`reward_core::math`); never raises: any
+/// argument that is not a `str` is simply not equal.
+#[pyfunction]
+fn math_equal(py: Python<'_>, pred: &Bound<'_, PyAny>, gold: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let (Some(p), Some(g)) = (text_of_any(pred), text_of_any(gold)) else {
+        return Ok(false);
+    };
+    // Short answers: the GIL round trip would cost more than the judgement.
+    if p.len() + g.len() < 4096 {
+        return catch_unwind(|| crate::math_equal(&p, &g)).map_err(|e| panic_err(&*e));
+    }
+    detach_guarded(py, || crate::math_equal(&p, &g))
+}
+
+/// `[math_equal(p, g) for p, g in zip(preds, golds)]` with the GIL released, in parallel when
+/// enabled. Items that are not `str` are not equal; lists of different lengths are a ValueError.
+#[pyfunction]
+fn math_equal_batch(
+    py: Python<'_>,
+    preds: &Bound<'_, PyAny>,
+    golds: &Bound<'_, PyAny>,
+) -> PyResult<Vec<bool>> {
+    let collect = |seq: &Bound<'_, PyAny>, name: &str| -> PyResult<Vec<Option<String>>> {
+        if seq.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!(
+                "{name} must be a list of str, got a single str"
+            )));
+        }
+        let iter = seq.try_iter().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{name} must be a list of str, got {}",
+                type_name(seq)
+            ))
+        })?;
+        iter.map(|item| Ok(text_of_any(&item?).map(std::borrow::Cow::into_owned)))
+            .collect()
+    };
+    let p = collect(preds, "preds")?;
+    let g = collect(golds, "golds")?;
+    if p.len() != g.len() {
+        return Err(Error::LengthMismatch {
+            what: "golds",
+            expected: p.len(),
+            got: g.len(),
+        }
+        .into());
+    }
+    detach_guarded(py, || {
+        let total = p
+            .iter()
+            .chain(&g)
+            .map(|s| s.as_ref().map_or(0, String::len))
+            .sum();
+        parallel::map_indices(p.len(), total, |i| match (&p[i], &g[i]) {
+            (Some(a), Some(b)) => crate::math_equal(a, b),
+            _ => false,
+        })
+    })
+}
+
+/// The normalised text of an answer (what `math_equal` compares first).
+#[pyfunction]
+fn normalize_math(s: &str) -> String {
+    crate::math::normalize(s)
+}
+
+/// The answer of a completion: between the last `solution_start` and the `solution_end` after
+/// it, else the last `\boxed{}`; None when there is neither.
+#[pyfunction]
+fn extract_math_answer(text: &str, solution_start: &str, solution_end: &str) -> Option<String> {
+    crate::math::extract_answer(text, solution_start, solution_end).map(str::to_owned)
+}
+
 /// Python's `str.strip()` as the core computes it.
 #[pyfunction]
 fn py_strip(s: &str) -> &str {
@@ -1081,6 +1186,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_float, m)?)?;
     m.add_function(wrap_pyfunction!(py_strip, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
+    m.add_function(wrap_pyfunction!(math_equal, m)?)?;
+    m.add_function(wrap_pyfunction!(math_equal_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_math, m)?)?;
+    m.add_function(wrap_pyfunction!(extract_math_answer, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     let after_fork = wrap_pyfunction!(_after_fork_in_child, m)?;
     m.add_function(after_fork.clone())?;

@@ -1,0 +1,676 @@
+//! Answer extraction and the LaTeX tokenizer (one pass, no recursion).
+//!
+//! The tokenizer folds away what carries no value (`\left`, `\right`, spacing, `$`, `\displaystyle`,
+//! `\text{}`/`\mathrm{}`/`\mbox{}` wrappers, degree marks, unit words, `\$`), case-folds letters, joins
+//! thousands separators (`10,\!080` outside brackets) and maps synonyms (`\dfrac` → `\frac`, `\cdot` →
+//! `*`, `\leq` → `\le`, ...). Its output is also the normalised text of an answer ([`render`]).
+
+use std::fmt::Write as _;
+
+/// Most bytes looked at in one answer; longer answers are judged on their text alone.
+pub const MAX_LEN: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tok {
+    /// Digits before and after the point (`.5` has an empty integer part); `point` when a `.` was written.
+    Num {
+        int: String,
+        frac: String,
+        point: bool,
+    },
+    /// A letter (lower-cased: MATH answers do not tell `R` from `r`).
+    Letter(char),
+    /// A word of two or more letters from inside `\text{…}` (lower-cased).
+    Word(String),
+    /// A command `\name` (after synonyms are mapped).
+    Cmd(String),
+    /// Punctuation: `+ - * / ^ _ ( ) [ ] { } , = < > | ! & ; '`
+    P(char),
+    SetOpen,
+    SetClose,
+    RowSep,
+    Percent,
+    Begin(String),
+    End(String),
+    /// A dropped unit word (internal; never in [`tokenize`]'s output).
+    Unit,
+}
+
+/// Words dropped as units (with a following `^2`/`^3`), from MATH answers such as `15\mbox{ cm}^2`.
+const UNITS: &[&str] = &[
+    "cm",
+    "mm",
+    "km",
+    "m",
+    "meter",
+    "meters",
+    "metre",
+    "metres",
+    "centimeters",
+    "inch",
+    "inches",
+    "in",
+    "ft",
+    "foot",
+    "feet",
+    "yd",
+    "yard",
+    "yards",
+    "mile",
+    "miles",
+    "mph",
+    "cents",
+    "cent",
+    "dollar",
+    "dollars",
+    "degree",
+    "degrees",
+    "deg",
+    "unit",
+    "units",
+    "sq",
+    "square",
+    "cubic",
+    "hour",
+    "hours",
+    "hr",
+    "minute",
+    "minutes",
+    "min",
+    "second",
+    "seconds",
+    "sec",
+    "day",
+    "days",
+    "week",
+    "weeks",
+    "year",
+    "years",
+    "kg",
+    "g",
+    "gram",
+    "grams",
+    "pound",
+    "pounds",
+    "lb",
+    "lbs",
+    "ounce",
+    "ounces",
+    "oz",
+    "liter",
+    "liters",
+    "ml",
+    "gallon",
+    "gallons",
+    "points",
+    "point",
+    "people",
+    "students",
+    "ways",
+    "times",
+    "percent",
+];
+
+/// Commands that wrap text (their argument's letters form words).
+const TEXT_CMDS: &[&str] = &[
+    "text",
+    "textbf",
+    "textit",
+    "textrm",
+    "textsf",
+    "texttt",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mathsf",
+    "mathtt",
+    "mbox",
+    "hbox",
+    "operatorname",
+    "textnormal",
+    "boldsymbol",
+    "bm",
+];
+
+/// Commands dropped with no trace.
+const DROP_CMDS: &[&str] = &[
+    "left",
+    "right",
+    "big",
+    "Big",
+    "bigg",
+    "Bigg",
+    "bigl",
+    "bigr",
+    "Bigl",
+    "Bigr",
+    "biggl",
+    "biggr",
+    "displaystyle",
+    "textstyle",
+    "scriptstyle",
+    "limits",
+    "nolimits",
+    "quad",
+    "qquad",
+    "enspace",
+    "thinspace",
+    "negthinspace",
+    "hspace",
+    "vspace",
+    "phantom",
+    "mathrel",
+    "mathop",
+    "middle",
+    "rm",
+    "it",
+    "bf",
+    "space",
+];
+
+fn synonym(name: &str) -> Option<Tok> {
+    let t = |s: &str| Some(Tok::Cmd(s.to_owned()));
+    match name {
+        "dfrac" | "tfrac" | "cfrac" => t("frac"),
+        "dbinom" | "tbinom" => t("binom"),
+        "cdot" | "times" | "ast" => Some(Tok::P('*')),
+        "div" => Some(Tok::P('/')),
+        "le" | "leq" | "leqslant" | "leqq" => t("le"),
+        "ge" | "geq" | "geqslant" | "geqq" => t("ge"),
+        "ne" | "neq" => t("ne"),
+        "lt" => Some(Tok::P('<')),
+        "gt" => Some(Tok::P('>')),
+        "infty" | "infinity" | "inf" => t("infty"),
+        "lbrace" => Some(Tok::SetOpen),
+        "rbrace" => Some(Tok::SetClose),
+        "mid" | "vert" | "lvert" | "rvert" => Some(Tok::P('|')),
+        "lparen" => Some(Tok::P('(')),
+        "rparen" => Some(Tok::P(')')),
+        "lbrack" => Some(Tok::P('[')),
+        "rbrack" => Some(Tok::P(']')),
+        "varpi" => t("pi"),
+        "imath" => Some(Tok::Letter('i')),
+        "cup" | "union" => t("cup"),
+        "emptyset" | "varnothing" => t("emptyset"),
+        "colon" => Some(Tok::P(':')),
+        _ => None,
+    }
+}
+
+/// The last `\boxed{…}` (or `\fbox{…}`) content of `text`, braces matched.
+pub fn last_boxed(text: &str) -> Option<&str> {
+    let at = text
+        .rfind("\\boxed")
+        .map(|i| (i, 6))
+        .or_else(|| text.rfind("\\fbox").map(|i| (i, 5)));
+    let (i, n) = at?;
+    let rest = &text[i + n..];
+    let trimmed = rest.trim_start();
+    if let Some(inner) = trimmed.strip_prefix('{') {
+        let mut depth = 1usize;
+        for (j, b) in inner.bytes().enumerate() {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(&inner[..j]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        return None; // unbalanced
+    }
+    // `\boxed 5`: up to the next space or `$`.
+    let end = trimmed
+        .find(|c: char| c.is_whitespace() || c == '$')
+        .unwrap_or(trimmed.len());
+    (end > 0).then(|| &trimmed[..end])
+}
+
+/// Tokens of one answer (see the module docs). Never fails: unknown characters become `P(c)`.
+#[allow(clippy::too_many_lines)] // one scanner, read top to bottom
+pub fn tokenize(src: &str) -> Vec<Tok> {
+    let src = if src.len() > MAX_LEN {
+        let mut end = MAX_LEN;
+        while !src.is_char_boundary(end) {
+            end -= 1;
+        }
+        &src[..end]
+    } else {
+        src
+    };
+    let chars: Vec<char> = src.chars().collect();
+    let n = chars.len();
+    let mut out: Vec<Tok> = Vec::with_capacity(n / 2 + 1);
+    // Brace kinds: true = a text group (its braces are not emitted).
+    let mut braces: Vec<bool> = Vec::new();
+    let mut bracket_depth = 0usize; // ( [ \{ nesting, for thousands separators
+    let mut word = String::new();
+    let mut skip_close = 0usize; // `}` to drop after `^{\circ}`
+    let mut i = 0;
+    let in_text = |b: &Vec<bool>| b.last().copied().unwrap_or(false);
+
+    macro_rules! flush_word {
+        () => {
+            if !word.is_empty() {
+                let w = std::mem::take(&mut word);
+                push_word(&mut out, w);
+            }
+        };
+    }
+
+    while i < n {
+        let c = chars[i];
+        // A word character: one that lower-cases to letters only (`İ` → `i̇` has a combining mark,
+        // which would not read back as part of the word), and not `π` (the constant).
+        let wordy = |c: char| c.is_alphabetic() && c.to_lowercase().all(char::is_alphabetic);
+        if in_text(&braces) && wordy(c) && !matches!(c, 'π' | 'Π') {
+            word.extend(c.to_lowercase());
+            i += 1;
+            continue;
+        }
+        flush_word!();
+        match c {
+            _ if c.is_whitespace() || c == '$' || c == '~' => i += 1,
+            '0'..='9' | '.' => {
+                if c == '.' && !chars.get(i + 1).is_some_and(char::is_ascii_digit) {
+                    i += 1; // a full stop
+                    continue;
+                }
+                let mut int = String::new();
+                while i < n && chars[i].is_ascii_digit() {
+                    int.push(chars[i]);
+                    i += 1;
+                }
+                let mut frac = String::new();
+                let mut point = false;
+                if i < n && chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit) {
+                    point = true;
+                    i += 1;
+                    while i < n && chars[i].is_ascii_digit() {
+                        frac.push(chars[i]);
+                        i += 1;
+                    }
+                }
+                // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets.
+                while !point && bracket_depth == 0 {
+                    let Some(j) = thousands_group(&chars, i) else {
+                        break;
+                    };
+                    int.extend(&chars[j..j + 3]);
+                    i = j + 3;
+                    if i < n
+                        && chars[i] == '.'
+                        && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                    {
+                        point = true;
+                        i += 1;
+                        while i < n && chars[i].is_ascii_digit() {
+                            frac.push(chars[i]);
+                            i += 1;
+                        }
+                    }
+                }
+                out.push(Tok::Num { int, frac, point });
+            }
+            '\\' => {
+                i += 1;
+                let Some(&d) = chars.get(i) else { break };
+                if !d.is_ascii_alphabetic() {
+                    i += 1;
+                    match d {
+                        '{' => {
+                            bracket_depth += 1;
+                            out.push(Tok::SetOpen);
+                        }
+                        '}' => {
+                            bracket_depth = bracket_depth.saturating_sub(1);
+                            out.push(Tok::SetClose);
+                        }
+                        '\\' => out.push(Tok::RowSep),
+                        '%' => out.push(Tok::Percent),
+                        '|' => out.push(Tok::P('|')),
+                        // `\,` `\!` `\;` `\:` `\ ` `\$` `\[` `\]` `\(` `\)` and the rest: spacing/delimiters
+                        _ => {}
+                    }
+                    continue;
+                }
+                let start = i;
+                while i < n && chars[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                let name: String = chars[start..i].iter().collect();
+                if name == "begin" || name == "end" {
+                    let env = braced_word(&chars, &mut i);
+                    out.push(if name == "begin" {
+                        Tok::Begin(env)
+                    } else {
+                        Tok::End(env)
+                    });
+                    continue;
+                }
+                if TEXT_CMDS.contains(&name.as_str()) {
+                    let mut j = i;
+                    while j < n && chars[j].is_whitespace() {
+                        j += 1;
+                    }
+                    if j < n && chars[j] == '{' {
+                        braces.push(true);
+                        i = j + 1;
+                    }
+                    continue;
+                }
+                if DROP_CMDS.contains(&name.as_str()) {
+                    continue;
+                }
+                if name == "circ" || name == "degree" {
+                    // `^\circ`, `^{\circ}`: drop the power too.
+                    if out.last() == Some(&Tok::P('^')) {
+                        out.pop();
+                    } else if out.len() >= 2
+                        && out[out.len() - 1] == Tok::P('{')
+                        && out[out.len() - 2] == Tok::P('^')
+                    {
+                        out.truncate(out.len() - 2);
+                        braces.pop();
+                        skip_close += 1;
+                    }
+                    continue;
+                }
+                if name == "boxed" || name == "fbox" {
+                    continue; // an inner \boxed is transparent
+                }
+                out.push(synonym(&name).unwrap_or(Tok::Cmd(name)));
+            }
+            '{' => {
+                if in_text(&braces) {
+                    braces.push(true);
+                } else {
+                    braces.push(false);
+                    out.push(Tok::P('{'));
+                }
+                i += 1;
+            }
+            '}' => {
+                i += 1;
+                if skip_close > 0 {
+                    skip_close -= 1;
+                    continue;
+                }
+                match braces.pop() {
+                    Some(true) => {}
+                    _ => out.push(Tok::P('}')),
+                }
+            }
+            '%' => {
+                out.push(Tok::Percent);
+                i += 1;
+            }
+            '°' => i += 1,
+            'π' => {
+                out.push(Tok::Cmd("pi".into()));
+                i += 1;
+            }
+            '∞' => {
+                out.push(Tok::Cmd("infty".into()));
+                i += 1;
+            }
+            '√' => {
+                out.push(Tok::Cmd("sqrt".into()));
+                i += 1;
+            }
+            '−' | '–' => {
+                out.push(Tok::P('-'));
+                i += 1;
+            }
+            '·' | '×' => {
+                out.push(Tok::P('*'));
+                i += 1;
+            }
+            '≤' => {
+                out.push(Tok::Cmd("le".into()));
+                i += 1;
+            }
+            '≥' => {
+                out.push(Tok::Cmd("ge".into()));
+                i += 1;
+            }
+            _ if c.is_alphabetic() => {
+                for l in c.to_lowercase() {
+                    // `Π` lower-cases to `π`, which is the constant (as a bare `π` is)
+                    out.push(match l {
+                        'π' => Tok::Cmd("pi".into()),
+                        _ if l.is_alphabetic() => Tok::Letter(l),
+                        _ => Tok::P(l), // a combining mark from lower-casing (`İ` → `i` + U+0307)
+                    });
+                }
+                i += 1;
+            }
+            _ => {
+                match c {
+                    '(' | '[' => bracket_depth += 1,
+                    ')' | ']' => bracket_depth = bracket_depth.saturating_sub(1),
+                    _ => {}
+                }
+                out.push(Tok::P(c));
+                i += 1;
+            }
+        }
+    }
+    flush_word!();
+    drop_units(out)
+}
+
+/// A finished text word: units become a `Unit` mark (dropped with their `^2` by [`drop_units`]),
+/// `and`/`or` become commas.
+fn push_word(out: &mut Vec<Tok>, w: String) {
+    if UNITS.contains(&w.as_str()) {
+        out.push(Tok::Unit);
+        return;
+    }
+    match w.as_str() {
+        "and" | "or" => out.push(Tok::P(',')),
+        _ if w.chars().count() == 1 => out.extend(w.chars().map(Tok::Letter)),
+        _ => out.push(Tok::Word(w)),
+    }
+}
+
+/// Removes the `Unit` marks and a power right after one (`\mbox{ cm}^2`, `\text{ft}^{3}`).
+fn drop_units(mut toks: Vec<Tok>) -> Vec<Tok> {
+    strip_answer_prefix(&mut toks);
+    if toks.contains(&Tok::Unit) {
+        let mut out = Vec::with_capacity(toks.len());
+        let mut i = 0;
+        while i < toks.len() {
+            if toks[i] == Tok::Unit {
+                i += 1;
+                let is_int = |t: Option<&Tok>| matches!(t, Some(Tok::Num { point: false, .. }));
+                if toks.get(i) == Some(&Tok::P('^')) {
+                    if is_int(toks.get(i + 1)) {
+                        i += 2;
+                    } else if toks.get(i + 1) == Some(&Tok::P('{'))
+                        && is_int(toks.get(i + 2))
+                        && toks.get(i + 3) == Some(&Tok::P('}'))
+                    {
+                        i += 4;
+                    }
+                }
+                continue;
+            }
+            out.push(toks[i].clone());
+            i += 1;
+        }
+        toks = out;
+    }
+    // after the marked units, so `12 cm\\mbox{ cm}` loses both
+    trailing_bare_unit(&mut toks);
+    toks
+}
+
+/// `The answer is 5`, `Answer: 5`, `\\text{The final answer is } 5`: everything up to the last
+/// "answer is" / "answer:" is prose.
+fn strip_answer_prefix(toks: &mut Vec<Tok>) {
+    const ANSWER: [char; 6] = ['a', 'n', 's', 'w', 'e', 'r'];
+    let letters_at = |i: usize, w: &[char]| {
+        toks.get(i..i + w.len())
+            .is_some_and(|ts| ts.iter().zip(w).all(|(t, c)| *t == Tok::Letter(*c)))
+    };
+    let mut cut = None;
+    for i in 0..toks.len() {
+        // the word "answer" (letters or a \text word), then "is" or ":"
+        let after = if letters_at(i, &ANSWER) {
+            i + ANSWER.len()
+        } else if matches!(&toks[i], Tok::Word(w) if w == "answer") {
+            i + 1
+        } else {
+            continue;
+        };
+        if toks.get(after) == Some(&Tok::P(':')) {
+            cut = Some(after + 1);
+        } else if letters_at(after, &['i', 's']) {
+            cut = Some(after + 2);
+        } else if matches!(toks.get(after), Some(Tok::Word(w)) if w == "is") {
+            cut = Some(after + 1);
+        }
+    }
+    if let Some(c) = cut {
+        toks.drain(..c);
+    }
+}
+
+/// A unit written in bare letters at the end (`5.4 cents`, `\\frac{270}7 degrees`, `864 inches^2`)
+/// after a number or a group: marked as a unit like a `\\text{}` one.
+fn trailing_bare_unit(toks: &mut Vec<Tok>) {
+    let mut end = toks.len();
+    // an optional `^2` / `^{2}` after the unit
+    if end >= 2
+        && matches!(toks[end - 1], Tok::Num { point: false, .. })
+        && toks[end - 2] == Tok::P('^')
+    {
+        end -= 2;
+    } else if end >= 4
+        && toks[end - 1] == Tok::P('}')
+        && matches!(toks[end - 2], Tok::Num { point: false, .. })
+        && toks[end - 3] == Tok::P('{')
+        && toks[end - 4] == Tok::P('^')
+    {
+        end -= 4;
+    }
+    let mut start = end;
+    while start > 0 && matches!(toks[start - 1], Tok::Letter(_)) {
+        start -= 1;
+    }
+    if end - start < 2 || start == 0 {
+        return;
+    }
+    if !matches!(toks[start - 1], Tok::Num { .. } | Tok::P('}' | ')')) {
+        return;
+    }
+    let word: String = toks[start..end]
+        .iter()
+        .filter_map(|t| {
+            if let Tok::Letter(c) = t {
+                Some(*c)
+            } else {
+                None
+            }
+        })
+        .collect();
+    if word != "in" && UNITS.contains(&word.as_str()) {
+        toks.truncate(start); // the unit and its power
+    }
+}
+
+/// `, ddd` right after an integer at `i` (no space unless `\!`), returning the index of the digits.
+fn thousands_group(chars: &[char], i: usize) -> Option<usize> {
+    let mut j = i;
+    if chars.get(j) == Some(&'{')
+        && chars.get(j + 1) == Some(&',')
+        && chars.get(j + 2) == Some(&'}')
+    {
+        j += 3;
+    } else if chars.get(j) == Some(&',') {
+        j += 1;
+    } else {
+        return None;
+    }
+    if chars.get(j) == Some(&'\\') && chars.get(j + 1) == Some(&'!') {
+        j += 2;
+        while chars.get(j).is_some_and(|c| *c == ' ') {
+            j += 1;
+        }
+    }
+    let digits = (0..3).all(|k| chars.get(j + k).is_some_and(char::is_ascii_digit));
+    let after = chars.get(j + 3).is_some_and(char::is_ascii_digit);
+    (digits && !after).then_some(j)
+}
+
+/// `{name}` after `\begin`/`\end` (empty if absent).
+fn braced_word(chars: &[char], i: &mut usize) -> String {
+    let mut j = *i;
+    while j < chars.len() && chars[j].is_whitespace() {
+        j += 1;
+    }
+    if chars.get(j) != Some(&'{') {
+        return String::new();
+    }
+    let start = j + 1;
+    let mut k = start;
+    while k < chars.len() && chars[k] != '}' && k - start < 32 {
+        k += 1;
+    }
+    if chars.get(k) != Some(&'}') {
+        return String::new();
+    }
+    *i = k + 1;
+    chars[start..k]
+        .iter()
+        .filter(|c| c.is_ascii_alphabetic())
+        .collect()
+}
+
+/// The tokens as canonical LaTeX text; `tokenize(render(t)) == t` for tokenizer output.
+pub fn render(toks: &[Tok]) -> String {
+    let mut s = String::new();
+    let mut prev_num = false;
+    for t in toks {
+        let is_num = matches!(t, Tok::Num { .. });
+        match t {
+            Tok::Num { int, frac, point } => {
+                if prev_num {
+                    s.push(' ');
+                }
+                s.push_str(if int.is_empty() { "0" } else { int });
+                if *point {
+                    s.push('.');
+                    s.push_str(frac);
+                }
+            }
+            Tok::Letter(c) => s.push(*c),
+            Tok::Word(w) => {
+                let _ = write!(s, "\\text{{{w}}}");
+            }
+            Tok::Cmd(c) => {
+                let _ = write!(s, "\\{c} ");
+            }
+            Tok::P(',') => s.push_str(", "),
+            Tok::P(c) => s.push(*c),
+            Tok::SetOpen => s.push_str("\\{"),
+            Tok::SetClose => s.push_str("\\}"),
+            // the space keeps `\\` + letters from reading back as a command (`\\boxed`)
+            Tok::RowSep => s.push_str("\\\\ "),
+            Tok::Percent => s.push_str("\\%"),
+            Tok::Begin(e) => {
+                let _ = write!(s, "\\begin{{{e}}}");
+            }
+            Tok::End(e) => {
+                let _ = write!(s, "\\end{{{e}}}");
+            }
+            Tok::Unit => {}
+        }
+        prev_num = is_num;
+    }
+    s
+}

@@ -1,0 +1,491 @@
+//! A math-answer verifier: MATH-style answers judged like Math-Verify, in linear time, never hanging.
+//!
+//! [`math_equal`]`(pred, gold)` says whether a predicted answer equals the gold one. It never panics
+//! and never raises: input it cannot read is judged by its normalised text alone, and is otherwise
+//! not equal. There is no timeout because nothing here can run long: one tokenizing pass, one
+//! parsing pass with a nesting limit ([`parse::MAX_DEPTH`]), bounded exact arithmetic.
+//!
+//! # What is normalised (the tokenizer, [`normalize`] shows its output)
+//! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; else the last `$…$` / `$$…$$` segment of
+//!   a text that has one; `$`, `\(`, `\)`, `\[`, `\]` are dropped. Prose around the answer goes:
+//!   everything up to the last "answer is" / "answer:" (`The final answer is 5.` = `5`), and up
+//!   to three plain words after a final number (`12 apples` = `12`).
+//! - Dropped: `\left`, `\right`, `\big…`, `\displaystyle`, spacing (`\,` `\!` `\;` `\:` `\ ` `~`
+//!   `\quad`), `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and unit
+//!   words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
+//!   letters at the end after a number (`5.4 cents` = `5.4`).
+//! - `\text{}`, `\textbf{}`, `\mathrm{}`, `\mbox{}`, `\operatorname{}` are transparent; the letters
+//!   inside form words (`\text{Evelyn}`); `\text{ or }`/`\text{ and }` separate list items.
+//! - Letters are case-folded (`3R^2` = `3r^2`, `\text{(B)}` = `b`): Math-Verify does the same.
+//! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div` → `/`; `\leq`,
+//!   `\geq`, `\neq`, `≤`… → one form; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands.
+//! - Thousands separators outside brackets: `10,080`, `10,\!080`, `10{,}080` = `10080` (inside
+//!   brackets `(1,234)` stays a pair). A numeric base subscript is dropped when only one side has
+//!   one (`2516_8` = `2516`, as Math-Verify); two different bases are not equal (`52_8` ≠ `52_10`).
+//!
+//! # What is compared
+//! - Numbers and closed forms are evaluated **exactly** where possible: rationals (`\frac 34`,
+//!   `0.75`, `3.210` = `3.21`, `-0` = `0`) and square roots of rationals, with `i` = √−1, in the
+//!   field Q(√d) (`2\sqrt3` = `\sqrt{12}`, `\frac{1}{\sqrt2}` = `\frac{\sqrt2}{2}`, `1+2^{0.5}` =
+//!   `1+\sqrt2`, `-4-2\cdot i` = `-4-2i`). Two exact values are equal only when identical
+//!   (`\frac{1}{2^{98}}` ≠ `\frac{1}{2^{99}}`).
+//! - Otherwise (π, e, trig, logs, other roots, exact overflow) in complex floating point: equal
+//!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute.
+//! - A written decimal against any other value: equal when the value rounded to the decimal's own
+//!   number of places (at least 6; trailing zeros add none) is that decimal (`0.333333` = `\frac13`,
+//!   `4.6666670` = `\frac{14}{3}`, `0.33` ≠ `\frac13`, `3.141593` = `\pi`), like Math-Verify's 6-place
+//!   rounding of floats but never coarser than what was written (`0.5468751` ≠ `\frac{35}{64}`).
+//! - Percent: `x\%` equals both `x` and `x/100` (`10\%` = `10` = `0.1`, `237.5\%` = `237.5`).
+//! - Mixed numbers: an integer followed by `\frac{p}{q}` is their sum (`1\frac{4}{5}` = `\frac95`).
+//! - Expressions with variables are compared at three fixed sample points (each variable gets a
+//!   fixed irrational-looking value per point), so any algebraic rewrite is equal
+//!   (`(a+5)(b+2)` = `ab+2a+5b+10`, `\cot x` = `\frac{\cos x}{\sin x}`), different functions not.
+//! - `±`/`∓` expand to both values, which then form a set (`3 \pm 2\sqrt2` = `3+2\sqrt2, 3-2\sqrt2`).
+//! - Collections (order rules as Math-Verify's): `\{…\}` sets and bare lists `a, b, c` are
+//!   unordered (`3, 5, 7` = `\{7,5,3\}`); tuples `(a, b)` are ordered and match a list in the order
+//!   written; intervals `[a, b)` compare endpoints and which ends are closed (`(a, b)` is a tuple
+//!   and an open interval at once; an infinite end is open however it is written); unions
+//!   `A \cup B` are unordered; matrices (`pmatrix`, `bmatrix`,
+//!   `array`) compare shape and cells. A one-element collection equals its element.
+//! - Relations: an assignment `x = 3` (a lone variable such as `x`, `x_1`, `\theta` or `f(x)` on
+//!   the left, or `x \in S`) equals its right-hand side `3` (either side may be the assignment; the
+//!   rule is symmetric). An inequality on one variable equals the interval of its solutions
+//!   (`x \le 3` = `(-\infty, 3]`, `1 < x \le 2` = `(1, 2]`). Two equations
+//!   are equal when `lhs − rhs` of one is a non-zero constant multiple of the other's
+//!   (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`), inequalities with a positive multiple (`x > 1` = `1 < x`).
+//! - Text: answers equal as normalised text are equal (`\text{Evelyn}` = `Evelyn`, `\text{(B)}` = `B`).
+//!
+//! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
+//! symmetric.
+//!
+//! # Limits (what keeps every judgement linear)
+//! Answers are read up to 1 MiB ([`lex::MAX_LEN`]); groups nest at most [`parse::MAX_DEPTH`] deep; a
+//! `±` expression expands to at most 8 values; collections hold at most [`parse::MAX_ITEMS`]
+//! elements; exact values have at most 16 terms of `i128` rationals and integer powers up to 256
+//! (beyond, the floating-point samples decide). Past a limit the answer is not parsed and only its
+//! normalised text can make it equal.
+
+// Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
+// operator traits: these ops are partial). Casts are between sample floats and small integers.
+#![allow(
+    clippy::many_single_char_names,
+    clippy::should_implement_trait,
+    clippy::return_self_not_must_use,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::result_unit_err,
+    clippy::match_same_arms,
+    clippy::needless_range_loop,
+    clippy::single_match_else
+)]
+
+pub mod lex;
+pub mod num;
+pub mod parse;
+
+use lex::Tok;
+use num::{proportional, val_eq, Val};
+use parse::{Item, Parser, Rel, MAX_ITEMS};
+
+/// The answer text of `s`: the last `\boxed{…}` if there is one, else `s`.
+fn answer_part(s: &str) -> &str {
+    let s = if s.contains("\\boxed") || s.contains("\\fbox") {
+        lex::last_boxed(s).unwrap_or(s)
+    } else {
+        s
+    };
+    trailing_words(last_math_segment(s))
+}
+
+/// The last `$…$` / `$$…$$` segment of a text that has one (`The answer is $\frac12$.`).
+fn last_math_segment(s: &str) -> &str {
+    if !s.contains('$') {
+        return s;
+    }
+    // (start, end) byte ranges of the unescaped delimiters; `$$` is one delimiter.
+    let b = s.as_bytes();
+    let mut delims: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2, // `\$` is a dollar sign, not a delimiter
+            b'$' => {
+                let n = if b.get(i + 1) == Some(&b'$') { 2 } else { 1 };
+                delims.push((i, i + n));
+                i += n;
+            }
+            _ => i += 1,
+        }
+    }
+    if delims.len() < 2 {
+        return s;
+    }
+    let (open, close) = if delims.len() % 2 == 0 {
+        (delims[delims.len() - 2], delims[delims.len() - 1])
+    } else {
+        // an odd count: the last complete pair before the stray one
+        (delims[delims.len() - 3], delims[delims.len() - 2])
+    };
+    s.get(open.1..close.0).unwrap_or(s)
+}
+
+/// `12 apples`, `5.4 red cents.`: up to three plain words after a number (or a closing bracket)
+/// at the end are prose, not part of the answer (Math-Verify drops them too).
+fn trailing_words(s: &str) -> &str {
+    let mut t = s.trim_end().trim_end_matches('.');
+    for _ in 0..3 {
+        let Some(sp) = t.rfind(' ') else { break };
+        let word = &t[sp + 1..];
+        let before = t[..sp].trim_end();
+        let ends_value = before.ends_with(|c: char| c.is_ascii_digit() || c == '}' || c == ')');
+        if word.len() >= 3 && word.bytes().all(|c| c.is_ascii_alphabetic()) && ends_value {
+            t = before;
+        } else {
+            break;
+        }
+    }
+    if t.len() == s.trim_end().trim_end_matches('.').len() {
+        s
+    } else {
+        t
+    }
+}
+
+/// The normalised text of an answer (tokenized and rendered back; idempotent).
+pub fn normalize(s: &str) -> String {
+    lex::render(&lex::tokenize(answer_part(s)))
+}
+
+/// A parsed answer, or None when it cannot be read as math.
+pub fn parse_answer(s: &str) -> Option<Item> {
+    let toks = lex::tokenize(answer_part(s));
+    parse_tokens(&toks)
+}
+
+fn parse_tokens(toks: &[Tok]) -> Option<Item> {
+    Parser::new(toks).answer().ok()
+}
+
+/// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).
+pub fn math_equal(pred: &str, gold: &str) -> bool {
+    let tp = lex::tokenize(answer_part(pred));
+    let tg = lex::tokenize(answer_part(gold));
+    if tp.is_empty() || tg.is_empty() {
+        return false;
+    }
+    // Same normalised text: equal. (Compared as rendered text: comparing the token vectors walks
+    // one small heap string per number in each, several times slower on a 100K-character answer.)
+    if tp.len() == tg.len() && lex::render(&tp) == lex::render(&tg) {
+        return true;
+    }
+    if let (Some(a), Some(b)) = (text_key(&tp), text_key(&tg)) {
+        if a == b {
+            return true;
+        }
+    }
+    let (bp, bg) = (base_subscripts(&tp), base_subscripts(&tg));
+    if !bp.is_empty() && !bg.is_empty() && bp != bg {
+        return false; // `2516_8` ≠ `2516_9` (either equals `2516`)
+    }
+    match (parse_tokens(&tp), parse_tokens(&tg)) {
+        (Some(p), Some(g)) => item_eq(&g, &p),
+        _ => false,
+    }
+}
+
+/// The base subscripts written on numbers (`2516_8`, `4210_{5}`), in order.
+fn base_subscripts(toks: &[Tok]) -> Vec<&str> {
+    let mut out = Vec::new();
+    for (i, w) in toks.windows(2).enumerate() {
+        if let [Tok::Num { .. }, Tok::P('_')] = w {
+            match (toks.get(i + 2), toks.get(i + 3)) {
+                (Some(Tok::Num { int, .. }), _)
+                | (Some(Tok::P('{')), Some(Tok::Num { int, .. })) => {
+                    out.push(int.as_str());
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Letters and words only (parentheses aside): the text they spell (`\text{Evelyn}`, `Evelyn`).
+fn text_key(toks: &[Tok]) -> Option<String> {
+    let mut key = String::new();
+    for t in toks {
+        match t {
+            Tok::Letter(c) => key.push(*c),
+            Tok::Word(w) => key.push_str(w),
+            Tok::P('(' | ')' | '{' | '}') => {}
+            _ => return None,
+        }
+    }
+    (!key.is_empty()).then_some(key)
+}
+
+/// [`math_equal`] over pairs, in parallel when enabled (see [`crate::parallel`]).
+pub fn math_equal_batch(preds: &[&str], golds: &[&str]) -> Result<Vec<bool>, crate::Error> {
+    if preds.len() != golds.len() {
+        return Err(crate::Error::LengthMismatch {
+            what: "gold",
+            expected: preds.len(),
+            got: golds.len(),
+        });
+    }
+    let total = preds.iter().chain(golds).map(|s| s.len()).sum();
+    Ok(crate::parallel::map_indices(preds.len(), total, |i| {
+        math_equal(preds[i], golds[i])
+    }))
+}
+
+/// The answer a completion gives: the text between the last `solution_start` and the
+/// `solution_end` after it, else the last `\boxed{…}`; None when there is neither.
+pub fn extract_answer<'a>(
+    text: &'a str,
+    solution_start: &str,
+    solution_end: &str,
+) -> Option<&'a str> {
+    if !solution_start.is_empty() {
+        if let Some(i) = text.rfind(solution_start) {
+            let rest = &text[i + solution_start.len()..];
+            if let Some(j) = (!solution_end.is_empty())
+                .then(|| rest.find(solution_end))
+                .flatten()
+            {
+                return Some(&rest[..j]);
+            }
+        }
+    }
+    lex::last_boxed(text)
+}
+
+// ---- comparison -------------------------------------------------------------------------------
+
+/// The right-hand side of an assignment `x = …` / `x ∈ …`.
+fn assignment_rhs(item: &Item) -> Option<&Item> {
+    match item {
+        Item::Relation(sides, ops, lones)
+            if lones[0] && ops.iter().all(|o| matches!(o, Rel::Eq | Rel::In)) =>
+        {
+            sides.last()
+        }
+        _ => None,
+    }
+}
+
+/// `x ≤ 3` → `(-∞, 3]`, `1 < x ≤ 2` → `(1, 2]`: an inequality on one lone variable as the interval
+/// of its solutions (so it equals an interval answer, as in Math-Verify).
+fn as_interval(item: &Item) -> Option<Item> {
+    let Item::Relation(sides, ops, lones) = item else {
+        return None;
+    };
+    if !ops.iter().all(|o| matches!(o, Rel::Lt | Rel::Le)) {
+        return None;
+    }
+    let inf = |sign: f64| Item::Val(vec![Val::float(num::C::real(sign * f64::INFINITY))]);
+    let bound = |x: &Item| matches!(x, Item::Val(v) if v.len() == 1 && !v[0].vars);
+    match (sides.as_slice(), lones.as_slice(), ops.as_slice()) {
+        ([_, b], [true, false], [o]) if bound(b) => Some(Item::Interval {
+            lo: Box::new(inf(-1.0)),
+            hi: Box::new(b.clone()),
+            lo_closed: false,
+            hi_closed: *o == Rel::Le,
+        }),
+        ([a, _], [false, true], [o]) if bound(a) => Some(Item::Interval {
+            lo: Box::new(a.clone()),
+            hi: Box::new(inf(1.0)),
+            lo_closed: *o == Rel::Le,
+            hi_closed: false,
+        }),
+        ([a, _, b], [false, true, false], [o1, o2]) if bound(a) && bound(b) => {
+            Some(Item::Interval {
+                lo: Box::new(a.clone()),
+                hi: Box::new(b.clone()),
+                lo_closed: *o1 == Rel::Le,
+                hi_closed: *o2 == Rel::Le,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn is_infinite(item: &Item) -> bool {
+    matches!(item, Item::Val(v) if v.len() == 1 && v[0].is_infinite())
+}
+
+/// Values of a ± expression as items (one each).
+fn val_items(v: &[Val]) -> Vec<Item> {
+    v.iter().map(|x| Item::Val(vec![x.clone()])).collect()
+}
+
+/// Set elements with ± values spread out (`\{1\pm\sqrt5, -2\}` has three).
+fn flatten(items: &[Item]) -> Vec<Item> {
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Item::Val(v) if v.len() > 1 => out.extend(val_items(v)),
+            _ => out.push(it.clone()),
+        }
+    }
+    out
+}
+
+fn unordered_eq(a: &[&Item], b: &[&Item]) -> bool {
+    if a.len() != b.len() || a.len() > MAX_ITEMS {
+        return false;
+    }
+    let mut used = vec![false; b.len()];
+    'outer: for x in a {
+        for (j, y) in b.iter().enumerate() {
+            if !used[j] && item_eq(x, y) {
+                used[j] = true;
+                continue 'outer;
+            }
+        }
+        return false;
+    }
+    true
+}
+
+fn ordered_eq(a: &[&Item], b: &[&Item]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| item_eq(x, y))
+}
+
+fn diff(sides: &[Item]) -> Option<Val> {
+    match sides {
+        [Item::Val(l), Item::Val(r)] if l.len() == 1 && r.len() == 1 => Some(l[0].sub(&r[0])),
+        _ => None,
+    }
+}
+
+fn relation_eq(gs: &[Item], gops: &[Rel], ps: &[Item], pops: &[Rel]) -> bool {
+    if gops != pops {
+        return false;
+    }
+    if gops.len() == 1 && gops[0] != Rel::In {
+        if let (Some(dg), Some(dp)) = (diff(gs), diff(ps)) {
+            let positive = matches!(gops[0], Rel::Lt | Rel::Le);
+            return proportional(&dg, &dp, positive);
+        }
+    }
+    ordered_eq(
+        &gs.iter().collect::<Vec<_>>(),
+        &ps.iter().collect::<Vec<_>>(),
+    )
+}
+
+/// Structural equality under the rules of the module docs (symmetric).
+fn item_eq(g: &Item, p: &Item) -> bool {
+    use Item::{Interval, Matrix, Relation, Set, Text, Tuple, Union};
+    match (g, p) {
+        (Relation(gs, gops, _), Relation(ps, pops, _)) => {
+            if relation_eq(gs, gops, ps, pops) {
+                return true;
+            }
+            // Two assignments to the same variable: compare what is assigned.
+            match (assignment_rhs(g), assignment_rhs(p)) {
+                (Some(a), Some(b)) => item_eq(&gs[0], &ps[0]) && item_eq(a, b),
+                _ => false,
+            }
+        }
+        (Relation(..), _) => {
+            assignment_rhs(g).is_some_and(|r| item_eq(r, p))
+                || as_interval(g).is_some_and(|i| item_eq(&i, p))
+        }
+        (_, Relation(..)) => {
+            assignment_rhs(p).is_some_and(|r| item_eq(g, r))
+                || as_interval(p).is_some_and(|i| item_eq(g, &i))
+        }
+        (Item::Val(a), Item::Val(b)) => match (a.as_slice(), b.as_slice()) {
+            ([x], [y]) => val_eq(x, y),
+            _ => {
+                let (a, b) = (val_items(a), val_items(b));
+                unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+            }
+        },
+        (Text(a), Text(b)) => a == b,
+        (Tuple(a), Tuple(b)) => {
+            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {
+            if a.len() == 1 || b.len() == 1 {
+                return unwrap_one(g, p);
+            }
+            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Set(a), Set(b)) => {
+            let (a, b) = (flatten(a), flatten(b));
+            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Item::Val(v), Set(s)) | (Set(s), Item::Val(v)) if v.len() > 1 => {
+            let (vs, s) = (val_items(v), flatten(s));
+            unordered_eq(
+                &vs.iter().collect::<Vec<_>>(),
+                &s.iter().collect::<Vec<_>>(),
+            )
+        }
+        (
+            Interval {
+                lo: a,
+                hi: b,
+                lo_closed: c,
+                hi_closed: d,
+            },
+            Interval {
+                lo: e,
+                hi: f,
+                lo_closed: h,
+                hi_closed: k,
+            },
+        ) => {
+            // An infinite end is never in the set: `[-\infty, 2)` = `(-\infty, 2)`.
+            let closed_eq = |x: bool, y: bool, end: &Item| x == y || is_infinite(end);
+            closed_eq(*c, *h, a) && closed_eq(*d, *k, b) && item_eq(a, e) && item_eq(b, f)
+        }
+        (Interval { .. }, Tuple(t)) | (Tuple(t), Interval { .. }) if t.len() == 2 => {
+            // `(a, b)` is also the open interval
+            let open = Interval {
+                lo: Box::new(t[0].clone()),
+                hi: Box::new(t[1].clone()),
+                lo_closed: false,
+                hi_closed: false,
+            };
+            if matches!(g, Tuple(_)) {
+                item_eq(&open, p)
+            } else {
+                item_eq(g, &open)
+            }
+        }
+        (Union(a), Union(b)) => {
+            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
+        }
+        (Matrix(a), Matrix(b)) => {
+            a.len() == b.len()
+                && a.iter().zip(b).all(|(r, s)| {
+                    ordered_eq(&r.iter().collect::<Vec<_>>(), &s.iter().collect::<Vec<_>>())
+                })
+        }
+        _ => unwrap_one(g, p),
+    }
+}
+
+/// A one-element collection against anything else: compare its element.
+fn unwrap_one(g: &Item, p: &Item) -> bool {
+    let one = |x: &Item| match x {
+        Item::Set(v) | Item::Tuple(v) if v.len() == 1 => Some(v[0].clone()),
+        Item::Val(v) if v.len() > 1 && v.iter().skip(1).all(|y| val_eq(y, &v[0])) => {
+            Some(Item::Val(vec![v[0].clone()]))
+        }
+        _ => None,
+    };
+    match (one(g), one(p)) {
+        (Some(a), _) if !matches!(p, Item::Set(_) | Item::Tuple(_)) => item_eq(&a, p),
+        (_, Some(b)) if !matches!(g, Item::Set(_) | Item::Tuple(_)) => item_eq(g, &b),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

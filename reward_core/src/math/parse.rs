@@ -1,0 +1,982 @@
+//! Tokens → answer structure, evaluating arithmetic as it goes (see `num`).
+//!
+//! Recursive descent with an explicit nesting limit ([`MAX_DEPTH`]): a deeper answer is an error
+//! (the caller then judges by text), so no input can exhaust the stack. Every token is consumed at
+//! most once (no backtracking), and ± expansion and collection sizes are capped, so the work is
+//! linear in the input.
+
+use super::lex::Tok;
+use super::num::{Exact, Rat, Val, C};
+
+/// Deepest nesting of groups/arguments accepted.
+pub const MAX_DEPTH: usize = 48;
+/// Most values a ± expression expands to.
+const MAX_BRANCHES: usize = 8;
+/// Most elements of a tuple, set, list or matrix.
+pub const MAX_ITEMS: usize = 512;
+
+/// Relations, normalised so that `>`/`≥` become `<`/`≤` with the sides swapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rel {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    In,
+}
+
+/// A parsed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An expression; more than one value after `±`.
+    Val(Vec<Val>),
+    /// Words (text answers such as `\text{Evelyn}`).
+    Text(String),
+    /// `(a, b, …)`: ordered.
+    Tuple(Vec<Item>),
+    /// `\{a, b\}` or a bare `a, b` list: unordered.
+    Set(Vec<Item>),
+    Interval {
+        lo: Box<Item>,
+        hi: Box<Item>,
+        lo_closed: bool,
+        hi_closed: bool,
+    },
+    Union(Vec<Item>),
+    Matrix(Vec<Vec<Item>>),
+    /// `a op b op c …` (`ops.len() == sides.len() - 1`), and which sides are a lone variable
+    /// (`x`, `x_1`, `\theta`, `f(x)`): an assignment is `x = …` / `x \in …`.
+    Relation(Vec<Item>, Vec<Rel>, Vec<bool>),
+}
+
+pub type Res<T> = Result<T, ()>;
+
+#[derive(Debug)]
+pub struct Parser<'a> {
+    toks: &'a [Tok],
+    pos: usize,
+    depth: usize,
+    /// A digit split off a multi-digit number (`\frac34`, `x^23`): the rest of that number.
+    pending: Option<Tok>,
+}
+
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn num_val(int: &str, frac: &str, point: bool) -> Val {
+    // i128 digits without an allocation; None past 36 digits.
+    let mut n: Option<i128> = Some(0);
+    for b in int.bytes().chain(frac.bytes()) {
+        n = n.and_then(|v| v.checked_mul(10)?.checked_add(i128::from(b - b'0')));
+    }
+    let exact = if int.len() + frac.len() <= 36 {
+        n.and_then(|n| {
+            let den = 10i128.checked_pow(u32::try_from(frac.len()).ok()?)?;
+            Rat::new(n, den)
+        })
+    } else {
+        None
+    };
+    let mut v = match exact {
+        Some(r) => Val::exact(Exact::rat(r)),
+        None => {
+            let text = format!("{}.{}", if int.is_empty() { "0" } else { int }, frac);
+            Val::float(C::real(text.parse::<f64>().unwrap_or(f64::NAN)))
+        }
+    };
+    if point {
+        // Trailing zeros add no precision: `4.6666670` is read as written to 6 places.
+        v.dec = u32::try_from(frac.trim_end_matches('0').len()).ok();
+    }
+    v
+}
+
+fn konst(z: C) -> Val {
+    Val::float(z)
+}
+
+fn one_val(item: Item) -> Res<Vec<Val>> {
+    match item {
+        Item::Val(v) => Ok(v),
+        _ => Err(()),
+    }
+}
+
+/// Cartesian combination of two multi-values, capped.
+/// `acc = combine(acc, b, f)`, in place for single values (the common case: no allocation).
+fn combine_into(acc: &mut Vec<Val>, b: &[Val], f: impl Fn(&Val, &Val) -> Val) -> Res<()> {
+    if let ([x], [y]) = (acc.as_mut_slice(), b) {
+        *x = f(x, y);
+        return Ok(());
+    }
+    *acc = combine(acc, b, f)?;
+    Ok(())
+}
+
+fn combine(a: &[Val], b: &[Val], f: impl Fn(&Val, &Val) -> Val) -> Res<Vec<Val>> {
+    if let ([x], [y]) = (a, b) {
+        return Ok(vec![f(x, y)]);
+    }
+    if a.len() * b.len() > MAX_BRANCHES {
+        return Err(());
+    }
+    Ok(a.iter()
+        .flat_map(|x| b.iter().map(|y| f(x, y)).collect::<Vec<_>>())
+        .collect())
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(toks: &'a [Tok]) -> Self {
+        Parser {
+            toks,
+            pos: 0,
+            depth: 0,
+            pending: None,
+        }
+    }
+
+    fn peek(&self) -> Option<&Tok> {
+        self.pending.as_ref().or_else(|| self.toks.get(self.pos))
+    }
+    fn bump(&mut self) -> Option<Tok> {
+        if let Some(t) = self.pending.take() {
+            return Some(t);
+        }
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+    fn eat(&mut self, t: &Tok) -> bool {
+        if self.peek() == Some(t) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, t: &Tok) -> Res<()> {
+        if self.eat(t) {
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+    fn enter(&mut self) -> Res<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// The whole answer: one item, or a bare comma list (a set).
+    pub fn answer(&mut self) -> Res<Item> {
+        if self.peek().is_none() {
+            return Err(());
+        }
+        let mut items = vec![self.relation()?];
+        while matches!(self.peek(), Some(Tok::P(',' | ';'))) {
+            self.bump();
+            if self.peek().is_none() {
+                break; // a trailing comma
+            }
+            items.push(self.relation()?);
+            if items.len() > MAX_ITEMS {
+                return Err(());
+            }
+        }
+        if self.peek().is_some() {
+            return Err(());
+        }
+        Ok(if items.len() == 1 {
+            items.pop().ok_or(())?
+        } else {
+            Item::Set(items)
+        })
+    }
+
+    fn rel_op(&self) -> Option<(Rel, bool)> {
+        match self.peek()? {
+            Tok::P('=') => Some((Rel::Eq, false)),
+            Tok::P('<') => Some((Rel::Lt, false)),
+            Tok::P('>') => Some((Rel::Lt, true)),
+            Tok::Cmd(c) => match c.as_str() {
+                "le" => Some((Rel::Le, false)),
+                "ge" => Some((Rel::Le, true)),
+                "ne" => Some((Rel::Ne, false)),
+                "in" => Some((Rel::In, false)),
+                "approx" | "equiv" => Some((Rel::Eq, false)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// One side of a relation, and whether it was a lone variable (`x`, `\\theta`, `x_1`, `f(x)`).
+    fn side(&mut self) -> Res<(Item, bool)> {
+        let start = (self.pos, self.pending.is_some());
+        let item = self.union()?;
+        let lone = !start.1
+            && self.pending.is_none()
+            && self
+                .toks
+                .get(start.0..self.pos)
+                .is_some_and(lone_var_tokens);
+        Ok((item, lone))
+    }
+
+    fn relation(&mut self) -> Res<Item> {
+        let (first, lone) = self.side()?;
+        let mut sides = vec![first];
+        let mut lones = vec![lone];
+        let mut ops = Vec::new();
+        let mut flipped = None;
+        while let Some((op, flip)) = self.rel_op() {
+            self.bump();
+            // `≤ =` or `==`: one relation
+            while self.eat(&Tok::P('=')) {}
+            if *flipped.get_or_insert(flip) != flip {
+                return Err(()); // mixed directions: not a chain we compare
+            }
+            ops.push(op);
+            let (side, lone) = self.side()?;
+            sides.push(side);
+            lones.push(lone);
+            if sides.len() > MAX_ITEMS {
+                return Err(());
+            }
+        }
+        if ops.is_empty() {
+            return sides.pop().ok_or(());
+        }
+        if flipped == Some(true) {
+            sides.reverse();
+            ops.reverse();
+            lones.reverse();
+        }
+        Ok(Item::Relation(sides, ops, lones))
+    }
+
+    fn union(&mut self) -> Res<Item> {
+        let first = self.expr()?;
+        if self.peek() != Some(&Tok::Cmd("cup".into())) {
+            return Ok(first);
+        }
+        let mut parts = vec![first];
+        while self.eat(&Tok::Cmd("cup".into())) {
+            parts.push(self.expr()?);
+            if parts.len() > MAX_ITEMS {
+                return Err(());
+            }
+        }
+        Ok(Item::Union(parts))
+    }
+
+    /// A sum: `[±] term ((+|-|±|∓) term)*`. A lone non-value term (tuple, set, text…) passes through.
+    fn expr(&mut self) -> Res<Item> {
+        let mut sign: Option<char> = None;
+        match self.peek() {
+            Some(Tok::P('-')) => {
+                self.bump();
+                sign = Some('-');
+            }
+            Some(Tok::P('+')) => {
+                self.bump();
+            }
+            Some(Tok::Cmd(c)) if c == "pm" || c == "mp" => {
+                self.bump();
+                sign = Some('±');
+            }
+            _ => {}
+        }
+        let first = self.term()?;
+        let is_op = |t: Option<&Tok>| match t {
+            Some(Tok::P('+' | '-')) => true,
+            Some(Tok::Cmd(c)) => c == "pm" || c == "mp",
+            _ => false,
+        };
+        if sign.is_none() && !is_op(self.peek()) {
+            return Ok(first);
+        }
+        let mut acc = one_val(first)?;
+        acc = match sign {
+            Some('-') => acc
+                .iter()
+                .map(|v| {
+                    let mut n = v.neg();
+                    n.pct = v.pct;
+                    n
+                })
+                .collect(),
+            Some(_) => combine(
+                &acc,
+                &[
+                    Val::exact(Exact::rat(Rat::ONE)),
+                    Val::exact(Exact::rat(Rat::int(-1))),
+                ],
+                Val::mul,
+            )?,
+            None => acc,
+        };
+        while is_op(self.peek()) {
+            let op = self.bump();
+            let rhs = one_val(self.term()?)?;
+            match op {
+                Some(Tok::P('+')) => combine_into(&mut acc, &rhs, Val::add)?,
+                Some(Tok::P('-')) => combine_into(&mut acc, &rhs, Val::sub)?,
+                _ => {
+                    let mut both = combine(&acc, &rhs, Val::add)?;
+                    both.extend(combine(&acc, &rhs, Val::sub)?);
+                    if both.len() > MAX_BRANCHES {
+                        return Err(());
+                    }
+                    acc = both;
+                }
+            }
+        }
+        Ok(Item::Val(acc))
+    }
+
+    /// Whether the next token can start a factor multiplied by juxtaposition.
+    fn starts_implicit(&self) -> bool {
+        match self.peek() {
+            Some(Tok::Num { .. } | Tok::Letter(_) | Tok::Word(_) | Tok::P('(') | Tok::Begin(_)) => {
+                true
+            }
+            Some(Tok::Cmd(c)) => !matches!(
+                c.as_str(),
+                "pm" | "mp"
+                    | "cup"
+                    | "le"
+                    | "ge"
+                    | "ne"
+                    | "in"
+                    | "approx"
+                    | "equiv"
+                    | "cap"
+                    | "setminus"
+            ),
+            _ => false,
+        }
+    }
+
+    /// A product: factors joined by `*`, `/` or juxtaposition. Mixed numbers: an integer followed
+    /// by `\frac{int}{int}` is their sum (`1\frac{4}{5}` = 9/5).
+    fn term(&mut self) -> Res<Item> {
+        let first_is_int = matches!(self.peek(), Some(Tok::Num { point: false, .. }));
+        let first = self.factor()?;
+        let mixed_next = |p: &Self| first_is_int && p.peek() == Some(&Tok::Cmd("frac".into()));
+        if !matches!(self.peek(), Some(Tok::P('*' | '/'))) && !self.starts_implicit() {
+            return Ok(first);
+        }
+        // Text times text: words side by side.
+        if let Item::Text(mut t) = first {
+            while let Some(Tok::Word(_) | Tok::Letter(_)) = self.peek() {
+                match self.bump() {
+                    Some(Tok::Word(w)) => {
+                        t.push(' ');
+                        t.push_str(&w);
+                    }
+                    Some(Tok::Letter(c)) => {
+                        t.push(' ');
+                        t.push(c);
+                    }
+                    _ => {}
+                }
+            }
+            return Ok(Item::Text(t));
+        }
+        let mut mixed = mixed_next(self);
+        let mut acc = one_val(first)?;
+        loop {
+            let op = match self.peek() {
+                Some(Tok::P('*')) => {
+                    self.bump();
+                    '*'
+                }
+                Some(Tok::P('/')) => {
+                    self.bump();
+                    '/'
+                }
+                _ if self.starts_implicit() => ' ',
+                _ => break,
+            };
+            let rhs = one_val(self.factor()?)?;
+            acc = match op {
+                '/' => combine(&acc, &rhs, Val::div)?,
+                ' ' if mixed
+                    && rhs
+                        .iter()
+                        .all(|v| v.exact.as_ref().and_then(Exact::as_rat).is_some()) =>
+                {
+                    combine(&acc, &rhs, |a, b| {
+                        // 3\frac12 = 3 + 1/2; −3\frac12 is handled by the sum's sign (−(3+½)).
+                        a.add(b)
+                    })?
+                }
+                _ => combine(&acc, &rhs, Val::mul)?,
+            };
+            mixed = false;
+        }
+        Ok(Item::Val(acc))
+    }
+
+    /// A factor: `[-]primary` with postfix `^e`, `!`, `%`, `_sub`.
+    fn factor(&mut self) -> Res<Item> {
+        if self.eat(&Tok::P('-')) {
+            self.enter()?;
+            let v = one_val(self.factor()?)?;
+            self.leave();
+            return Ok(Item::Val(v.iter().map(Val::neg).collect()));
+        }
+        while self.eat(&Tok::P('+')) {} // unary plus (a loop: `+++…` must not recurse)
+        let mut item = self.primary()?;
+        loop {
+            match self.peek() {
+                Some(Tok::P('^')) => {
+                    self.bump();
+                    let e = one_val(self.arg()?)?;
+                    let b = one_val(item)?;
+                    item = Item::Val(combine(&b, &e, Val::pow)?);
+                }
+                Some(Tok::P('!')) => {
+                    self.bump();
+                    let b = one_val(item)?;
+                    item = Item::Val(b.iter().map(factorial).collect());
+                }
+                Some(Tok::Percent) => {
+                    self.bump();
+                    let b = one_val(item)?;
+                    let hundred = Val::exact(Exact::rat(Rat::int(100)));
+                    item = Item::Val(
+                        b.iter()
+                            .map(|v| {
+                                let mut p = v.div(&hundred);
+                                p.pct = true;
+                                p.dec = v.dec;
+                                p
+                            })
+                            .collect(),
+                    );
+                }
+                Some(Tok::P('\'')) => {
+                    self.bump();
+                }
+                _ => break,
+            }
+        }
+        Ok(item)
+    }
+
+    /// The argument of `\frac`, `\sqrt`, `^`: a `{group}`, one digit of a number, or one primary.
+    fn arg(&mut self) -> Res<Item> {
+        match self.peek() {
+            Some(Tok::P('{')) => {
+                self.bump();
+                self.enter()?;
+                let v = self.relation()?;
+                self.leave();
+                self.expect(&Tok::P('}'))?;
+                Ok(v)
+            }
+            Some(Tok::Num { int, frac, point }) if !*point && int.len() > 1 => {
+                let (int, frac) = (int.clone(), frac.clone());
+                let first = &int[..1];
+                let rest = Tok::Num {
+                    int: int[1..].to_owned(),
+                    frac,
+                    point: false,
+                };
+                self.bump();
+                self.pending = Some(rest);
+                Ok(Item::Val(vec![num_val(first, "", false)]))
+            }
+            Some(Tok::P('-')) => {
+                self.bump();
+                self.enter()?;
+                let v = one_val(self.arg()?)?;
+                self.leave();
+                Ok(Item::Val(v.iter().map(Val::neg).collect()))
+            }
+            _ => {
+                self.enter()?;
+                let v = self.primary();
+                self.leave();
+                v
+            }
+        }
+    }
+
+    /// Items up to a closing token, separated by `,`/`;`; returns them and the closer.
+    fn list_until(&mut self, closers: &[Tok]) -> Res<(Vec<Item>, Tok)> {
+        self.enter()?;
+        let mut items = Vec::new();
+        if let Some(t) = self.peek() {
+            if closers.contains(t) {
+                let t = t.clone();
+                self.bump();
+                self.leave();
+                return Ok((items, t));
+            }
+        }
+        loop {
+            items.push(self.relation()?);
+            if items.len() > MAX_ITEMS {
+                return Err(());
+            }
+            match self.bump() {
+                Some(Tok::P(',' | ';')) => {}
+                Some(t) if closers.contains(&t) => {
+                    self.leave();
+                    return Ok((items, t));
+                }
+                _ => return Err(()),
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_lines)] // one match over the token kinds
+    fn primary(&mut self) -> Res<Item> {
+        // Borrowed from the token slice (no clone of its strings) unless it is a split-off digit.
+        let tok: std::borrow::Cow<'a, Tok> = match self.pending.take() {
+            Some(t) => std::borrow::Cow::Owned(t),
+            None => {
+                let toks: &'a [Tok] = self.toks;
+                let t = toks.get(self.pos).ok_or(())?;
+                self.pos += 1;
+                std::borrow::Cow::Borrowed(t)
+            }
+        };
+        match &*tok {
+            Tok::Num { int, frac, point } => {
+                let v = num_val(int, frac, *point);
+                // `2516_8`, `4210_{5}`: a base subscript is dropped (as Math-Verify does); two
+                // different bases are told apart in `math_equal` (see `base_subscripts`).
+                if self.eat(&Tok::P('_')) {
+                    self.subscript_text()?;
+                }
+                Ok(Item::Val(vec![v]))
+            }
+            Tok::Letter(c) => {
+                let mut name = c.to_string();
+                if self.eat(&Tok::P('_')) {
+                    let sub = self.subscript_text()?;
+                    name.push('_');
+                    name.push_str(&sub);
+                }
+                Ok(Item::Val(vec![match name.as_str() {
+                    "e" => konst(C::real(std::f64::consts::E)),
+                    "i" => Val::exact(Exact::i()),
+                    _ => Val::var(fnv(&name)),
+                }]))
+            }
+            Tok::Word(w) => Ok(Item::Text(w.clone())),
+            Tok::P('(' | '[') => {
+                let open = *tok == Tok::P('[');
+                let (mut items, close) = self.list_until(&[Tok::P(')'), Tok::P(']')])?;
+                let close_sq = close == Tok::P(']');
+                match items.len() {
+                    0 => Err(()),
+                    1 if open == close_sq => items.pop().ok_or(()),
+                    2 if open || close_sq => {
+                        let hi = items.pop().ok_or(())?;
+                        let lo = items.pop().ok_or(())?;
+                        Ok(Item::Interval {
+                            lo: Box::new(lo),
+                            hi: Box::new(hi),
+                            lo_closed: open,
+                            hi_closed: close_sq,
+                        })
+                    }
+                    _ if !open && !close_sq => Ok(Item::Tuple(items)),
+                    _ => Err(()),
+                }
+            }
+            Tok::P('{') => {
+                let (mut items, _) = self.list_until(&[Tok::P('}')])?;
+                match items.len() {
+                    0 => Err(()),
+                    1 => items.pop().ok_or(()),
+                    _ => Ok(Item::Set(items)),
+                }
+            }
+            Tok::SetOpen => {
+                let (items, _) = self.list_until(&[Tok::SetClose])?;
+                Ok(Item::Set(items))
+            }
+            Tok::P('|') => {
+                self.enter()?;
+                let v = one_val(self.expr()?)?;
+                self.leave();
+                self.expect(&Tok::P('|'))?;
+                Ok(Item::Val(v.iter().map(abs_val).collect()))
+            }
+            Tok::Begin(env) => self.matrix(env),
+            Tok::Cmd(name) => self.command(name),
+            _ => Err(()),
+        }
+    }
+
+    fn subscript_text(&mut self) -> Res<String> {
+        let mut s = String::new();
+        let mut depth = 0usize;
+        loop {
+            let t = self.bump().ok_or(())?;
+            match t {
+                Tok::P('{') => depth += 1,
+                Tok::P('}') => depth = depth.checked_sub(1).ok_or(())?,
+                Tok::Num { int, frac, .. } => {
+                    s.push_str(&int);
+                    s.push_str(&frac);
+                }
+                Tok::Letter(c) => s.push(c),
+                Tok::Word(w) | Tok::Cmd(w) => s.push_str(&w),
+                Tok::P(c) => s.push(c),
+                _ => return Err(()),
+            }
+            if depth == 0 || s.len() > 64 {
+                return Ok(s);
+            }
+        }
+    }
+
+    fn matrix(&mut self, env: &str) -> Res<Item> {
+        if !matches!(
+            env,
+            "pmatrix" | "bmatrix" | "matrix" | "Bmatrix" | "array" | "smallmatrix"
+        ) {
+            return Err(());
+        }
+        if env == "array" && self.eat(&Tok::P('{')) {
+            while !self.eat(&Tok::P('}')) {
+                self.bump().ok_or(())?;
+            }
+        }
+        self.enter()?;
+        let mut rows: Vec<Vec<Item>> = vec![Vec::new()];
+        loop {
+            match self.peek() {
+                Some(Tok::End(_)) => {
+                    self.bump();
+                    break;
+                }
+                Some(Tok::RowSep) => {
+                    self.bump();
+                    rows.push(Vec::new());
+                }
+                Some(Tok::P('&')) => {
+                    self.bump();
+                }
+                None => return Err(()),
+                _ => {
+                    let cell = self.relation()?;
+                    let row = rows.last_mut().ok_or(())?;
+                    row.push(cell);
+                    if row.len() > MAX_ITEMS || rows.len() > MAX_ITEMS {
+                        return Err(());
+                    }
+                }
+            }
+        }
+        self.leave();
+        if rows.last().is_some_and(Vec::is_empty) {
+            rows.pop();
+        }
+        let w = rows.first().map_or(0, Vec::len);
+        if w == 0 || rows.iter().any(|r| r.len() != w) {
+            return Err(());
+        }
+        Ok(Item::Matrix(rows))
+    }
+
+    /// A function's argument: `(…)`, `{…}`, or the juxtaposed factors that follow (`\sin 2x`).
+    fn fn_arg(&mut self) -> Res<Vec<Val>> {
+        self.enter()?;
+        let r = if matches!(self.peek(), Some(Tok::P('(' | '{'))) {
+            one_val(self.primary()?)
+        } else {
+            let mut acc = one_val(self.factor()?)?;
+            while matches!(self.peek(), Some(Tok::Num { .. } | Tok::Letter(_))) {
+                let rhs = one_val(self.factor()?)?;
+                acc = combine(&acc, &rhs, Val::mul)?;
+            }
+            Ok(acc)
+        };
+        self.leave();
+        r
+    }
+
+    fn command(&mut self, name: &str) -> Res<Item> {
+        let exact1 = Val::exact(Exact::rat(Rat::ONE));
+        let one = |v: Val| Ok(Item::Val(vec![v]));
+        match name {
+            "frac" => {
+                let a = one_val(self.arg()?)?;
+                let b = one_val(self.arg()?)?;
+                Ok(Item::Val(combine(&a, &b, Val::div)?))
+            }
+            "sqrt" => {
+                let index = if self.eat(&Tok::P('[')) {
+                    self.enter()?;
+                    let v = one_val(self.expr()?)?;
+                    self.leave();
+                    self.expect(&Tok::P(']'))?;
+                    Some(v)
+                } else {
+                    None
+                };
+                let x = one_val(self.arg()?)?;
+                let half = Val::exact(Exact::rat(Rat::new(1, 2).ok_or(())?));
+                match index {
+                    None => Ok(Item::Val(x.iter().map(|v| v.pow(&half)).collect())),
+                    Some(n) => {
+                        let inv = combine(&[exact1], &n, Val::div)?;
+                        Ok(Item::Val(combine(&x, &inv, real_root)?))
+                    }
+                }
+            }
+            "pi" => one(konst(C::real(std::f64::consts::PI))),
+            "infty" => one(konst(C::real(f64::INFINITY))),
+            "emptyset" => Ok(Item::Set(Vec::new())),
+            "exp" => {
+                let x = self.fn_arg()?;
+                Ok(Item::Val(
+                    x.iter().map(|v| v.map(|_| None, C::exp)).collect(),
+                ))
+            }
+            "binom" => {
+                let n = one_val(self.arg()?)?;
+                let k = one_val(self.arg()?)?;
+                Ok(Item::Val(combine(&n, &k, binom)?))
+            }
+            "pm" | "mp" => Err(()),
+            "log" | "ln" | "lg" => {
+                let base = if name == "log" && self.eat(&Tok::P('_')) {
+                    Some(one_val(self.arg()?)?)
+                } else {
+                    None
+                };
+                let power = self.fn_power()?;
+                let x = self.fn_arg()?;
+                let mut out: Vec<Val> = x.iter().map(|v| v.map(|_| None, C::ln)).collect();
+                if name == "lg" {
+                    let ten = Val::float(C::real(10f64.ln()));
+                    out = combine(&out, &[ten], Val::div)?;
+                }
+                if let Some(b) = base {
+                    let lb: Vec<Val> = b.iter().map(|v| v.map(|_| None, C::ln)).collect();
+                    out = combine(&out, &lb, Val::div)?;
+                }
+                Ok(Item::Val(apply_power(out, power.as_ref())?))
+            }
+            _ => {
+                if let Some(f) = trig(name) {
+                    let power = self.fn_power()?;
+                    let x = self.fn_arg()?;
+                    let out: Vec<Val> = x.iter().map(|v| v.map(|_| None, f)).collect();
+                    return Ok(Item::Val(apply_power(out, power.as_ref())?));
+                }
+                if matches!(
+                    name,
+                    "overline"
+                        | "bar"
+                        | "hat"
+                        | "vec"
+                        | "tilde"
+                        | "widehat"
+                        | "underline"
+                        | "mathbb"
+                        | "mathcal"
+                        | "mathfrak"
+                        | "mathscr"
+                ) {
+                    return self.arg(); // a decorated symbol is its base
+                }
+                if GREEK.contains(&name) {
+                    return one(Val::var(fnv(name)));
+                }
+                Err(())
+            }
+        }
+    }
+
+    /// `\sin^2 x`: the power written right after a function name.
+    fn fn_power(&mut self) -> Res<Option<Vec<Val>>> {
+        if self.eat(&Tok::P('^')) {
+            Ok(Some(one_val(self.arg()?)?))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+fn apply_power(vals: Vec<Val>, power: Option<&Vec<Val>>) -> Res<Vec<Val>> {
+    match power {
+        None => Ok(vals),
+        Some(p) => combine(&vals, p, Val::pow),
+    }
+}
+
+const GREEK: &[&str] = &[
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+    "Gamma",
+    "Delta",
+    "Theta",
+    "Lambda",
+    "Xi",
+    "Sigma",
+    "Phi",
+    "Psi",
+    "Omega",
+    "ell",
+];
+
+fn trig(name: &str) -> Option<fn(C) -> C> {
+    Some(match name {
+        "sin" => C::sin,
+        "cos" => C::cos,
+        "tan" => |z: C| z.sin().div(z.cos()),
+        "cot" => |z: C| z.cos().div(z.sin()),
+        "sec" => |z: C| C::ONE.div(z.cos()),
+        "csc" => |z: C| C::ONE.div(z.sin()),
+        "arcsin" => |z: C| z.real_fn(f64::asin),
+        "arccos" => |z: C| z.real_fn(f64::acos),
+        "arctan" => |z: C| z.real_fn(f64::atan),
+        "sinh" => |z: C| z.real_fn(f64::sinh),
+        "cosh" => |z: C| z.real_fn(f64::cosh),
+        "tanh" => |z: C| z.real_fn(f64::tanh),
+        _ => return None,
+    })
+}
+
+/// `x^(1/n)`, real for a negative x and odd n (`\sqrt[3]{-8}` = −2).
+fn real_root(x: &Val, inv: &Val) -> Val {
+    let r = x.pow(inv);
+    if r.exact.is_some() || x.vars {
+        return r;
+    }
+    let (z, e) = (x.s[0], inv.s[0]);
+    if z.im == 0.0 && z.re < 0.0 && e.im == 0.0 && e.re != 0.0 {
+        let n = 1.0 / e.re;
+        if (n.round() - n).abs() < 1e-12 && (n.round() as i64) % 2 != 0 {
+            return Val::float(C::real(-(-z.re).powf(e.re)));
+        }
+    }
+    r
+}
+
+fn factorial(v: &Val) -> Val {
+    if let Some(r) = v.exact.as_ref().and_then(Exact::as_rat) {
+        if r.is_int() && (0..=33).contains(&r.num) {
+            let mut acc: i128 = 1;
+            for k in 2..=r.num {
+                acc *= k;
+            }
+            return Val::exact(Exact::rat(Rat::int(acc)));
+        }
+    }
+    Val::float(C::NAN)
+}
+
+fn binom(n: &Val, k: &Val) -> Val {
+    let as_int = |v: &Val| {
+        v.exact
+            .as_ref()
+            .and_then(Exact::as_rat)
+            .filter(|r| r.is_int())
+            .map(|r| r.num)
+    };
+    if let (Some(n), Some(k)) = (as_int(n), as_int(k)) {
+        if (0..=n).contains(&k) && n <= 120 {
+            let mut acc: i128 = 1;
+            for j in 0..k.min(n - k) {
+                acc = match acc.checked_mul(n - j) {
+                    Some(x) => x / (j + 1),
+                    None => return Val::float(C::NAN),
+                };
+            }
+            return Val::exact(Exact::rat(Rat::int(acc)));
+        }
+    }
+    Val::float(C::NAN)
+}
+
+/// `|x|`: exact for rationals, else on the samples.
+fn abs_val(v: &Val) -> Val {
+    if let Some(r) = v.exact.as_ref().and_then(Exact::as_rat) {
+        return Val::exact(Exact::rat(Rat {
+            num: r.num.saturating_abs(),
+            den: r.den,
+        }));
+    }
+    let mut a = v.map(|_| None, |z| C::real(z.abs()));
+    a.vars = v.vars;
+    a
+}
+
+/// Whether the tokens of a relation side are one variable: `x`, `\\theta`, `x_1`, `x_{12}`, or a
+/// function of variables `f(x)`, `f(x, y)` (not `e` or `i`, which are numbers).
+fn lone_var_tokens(toks: &[Tok]) -> bool {
+    let var = |t: &Tok| match t {
+        Tok::Letter(c) => *c != 'e' && *c != 'i',
+        Tok::Cmd(c) => GREEK.contains(&c.as_str()),
+        _ => false,
+    };
+    match toks {
+        [v] => var(v),
+        [v, Tok::P('_'), Tok::Num { .. } | Tok::Letter(_)] => var(v),
+        [v, Tok::P('_'), Tok::P('{'), inner @ .., Tok::P('}')] => {
+            var(v)
+                && inner.len() <= 4
+                && inner
+                    .iter()
+                    .all(|t| matches!(t, Tok::Num { .. } | Tok::Letter(_)))
+        }
+        [v, Tok::P('('), args @ .., Tok::P(')')] => {
+            var(v)
+                && !args.is_empty()
+                && args.iter().enumerate().all(|(k, t)| {
+                    if k % 2 == 0 {
+                        var(t)
+                    } else {
+                        *t == Tok::P(',')
+                    }
+                })
+                && args.len() % 2 == 1
+        }
+        _ => false,
+    }
+}
