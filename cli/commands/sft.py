@@ -87,8 +87,10 @@ def sft(
     from cli.training.backends import choose_backend
 
     chosen = choose_backend(cfg.backend)
-    rd.save_config(cfg)  # remembers the model (and flags) for the next stages
     from cli.training.stages import run_sft
 
     with rd.stage("sft", cfg, backend=chosen) as info:
         info.update(run_sft(cfg, rd, backend=chosen))
+    # Saved once SFT has trained: flags of a failed attempt (a --max-seq-length that did not help) are not
+    # remembered by the run (issue #15).
+    rd.save_config(cfg)  # remembers the model (and flags) for the next stages
