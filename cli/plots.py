@@ -2,8 +2,9 @@
 
 ``train.png`` shows the current attempt of GRPO (issue #15: rows of earlier attempts, which restart at
 step 1, would otherwise be drawn over each other): the total reward with its within-group spread, each
-reward's mean, the share of groups with zero reward spread (no learning signal), completion length, and
-KL / loss. matplotlib is part of the ``train`` extra; without it nothing is drawn and nothing fails.
+reward's mean, the share of groups with zero reward spread (no learning signal), completion length, KL
+(or the policy entropy when β = 0 and TRL logs no KL) and the loss. matplotlib is part of the ``train``
+extra; without it nothing is drawn and nothing fails.
 """
 
 from __future__ import annotations
@@ -97,15 +98,20 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
         ax_len.legend(fontsize=8)
     ax_len.set_title("completion length (tokens)", fontsize=10)
 
-    ax_kl.plot(steps, series("kl"), marker=marker, color="tab:purple")
-    ax_kl.set_title("KL to the reference", fontsize=10)
+    kl = series("kl")
+    if any(not math.isnan(v) for v in kl):
+        ax_kl.plot(steps, kl, marker=marker, color="tab:purple")
+        ax_kl.set_title("KL to the reference", fontsize=10)
+    else:  # TRL logs no KL when beta = 0 (seed 000's objective): show the policy's entropy instead
+        ax_kl.plot(steps, series("entropy"), marker=marker, color="tab:purple")
+        ax_kl.set_title("policy entropy (no KL logged: β = 0)", fontsize=10)
     ax_loss.plot(steps, series("loss"), marker=marker, color="tab:green")
     ax_loss.set_title("loss (near 0 is normal in GRPO)", fontsize=10)
 
     for ax in axes.flat:
         if not any(not math.isnan(v) for line in ax.get_lines() for v in line.get_ydata()):
-            why = "not logged (β = 0: no KL term)" if ax is ax_kl else "not logged"
-            ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="gray")
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="gray")
+            ax.set_yticks([])
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)

@@ -46,7 +46,7 @@ VERSIONED_PACKAGES = (
     "deepspeed",
     "bitsandbytes",
     "numpy",
-    "llama_cpp_py_sync",
+    "xllamacpp",
 )
 
 

