@@ -14,6 +14,27 @@ import cli
 from cli.commands import chat, doctor, export, grpo, prep, serve, sft
 from cli.commands import eval as eval_cmd
 
+
+def _no_flag_metavar() -> None:
+    """Typer 0.29 shows a ``<bool>`` type after every flag (``--help -h <bool>``, ``--dry-run <bool>``),
+    as if it took a value (issue #15): a flag shows no type."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_grpo", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        if getattr(self, "is_flag", False) and not getattr(self, "count", False):
+            return None
+        return shown(self, ctx)  # type: ignore[arg-type]
+
+    display_type_rich._grpo = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_flag_metavar()
+
 app = typer.Typer(
     name="grpo",
     help="Teach small LLMs to reason: prep → sft → grpo → export → chat, one run directory.",

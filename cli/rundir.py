@@ -225,7 +225,10 @@ class RunDir:
         stages = data.setdefault("stages", {})
         entry = stages.setdefault(stage, {})
         entry.update(info)
-        data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        # Every stage says when it finished (`grpo doctor` listed export and eval as "(?)": issue #15).
+        entry["finished"] = info.get("finished") or now
+        data["updated"] = now
         atomic_write_json(self.manifest_path, data)
 
     @contextlib.contextmanager
