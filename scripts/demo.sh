@@ -4,6 +4,7 @@
 #   grpo prep dapo -> grpo sft -> grpo grpo --gens 4 -> grpo export --gguf q4_k_m -> grpo chat
 # Usage: bash scripts/demo.sh            (installs grpo with the train+gguf extras first: nothing compiles
 #                                         but the Rust reward core; llama.cpp comes prebuilt in xllamacpp)
+#        Measured: see README "Two commands" (fresh 2-core machine, empty caches, a fresh venv).
 #        SKIP_INSTALL=1 RUN=runs/x bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,19 +13,24 @@ export HF_HUB_OFFLINE=1
 t0=$(date +%s)
 step() { echo; echo "== [$(( $(date +%s) - t0 )) s] $* =="; }
 if [[ -z "${SKIP_INSTALL:-}" ]]; then
-  step "install 1/2: Python packages (torch, Unsloth, TRL, xllamacpp: ~3 GB of wheels, nothing compiled)"
-  # Progress bars on (no -q): the download and install of torch's CUDA wheels take a minute or two.
-  python3 -m pip install --progress-bar on "maturin>=1.7,<2" -r <(python3 scripts/requirements.py train gguf)
-  step "install 2/2: grpo itself (cargo builds the Rust reward core, ~1 min; its compiler lines below)"
-  python3 -m pip install --no-deps --no-build-isolation -v -e . 2>&1 | grep -E --line-buffered "Compiling|Finished|Built|Successfully|error" || true
-  python3 -c "import py_rewards, cli" || { echo "error: grpo did not install (run: pip install -v -e .)"; exit 1; }
+  if python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+    # In a venv: uv downloads and unpacks the ~3 GB of wheels (torch's CUDA build is what PyPI has for
+    # Linux) in parallel and builds the Rust reward core meanwhile; pip does all of it one after another.
+    step "install: uv (the installer, one small wheel)"
+    python3 -m pip install --disable-pip-version-check --progress-bar on uv
+    step "install: grpo[train,gguf] — torch, Unsloth, TRL, llama.cpp prebuilt (xllamacpp); cargo builds the reward core"
+    python3 -m uv pip install --python "$(python3 -c 'import sys; print(sys.executable)')" -e ".[train,gguf]"
+  else
+    step "install: grpo[train,gguf] with pip (no venv active: a venv installs faster, through uv)"
+    python3 -m pip install --progress-bar on -e ".[train,gguf]"
+  fi
 fi
 rm -rf "$RUN"
 start=$(date +%s)
 step "grpo prep dapo"
 grpo prep dapo --run "$RUN" --limit 200 --eval-size 8
 step "grpo sft"
-grpo sft --run "$RUN" --max-steps 20 --lr 1e-3
+grpo sft --run "$RUN" --max-steps 12 --lr 1e-3
 step "grpo grpo --gens 4"
 grpo grpo --run "$RUN" --gens 4 --max-steps 4 --max-completion-length 64
 step "grpo export --gguf q4_k_m"
