@@ -39,7 +39,7 @@ def to_png(fig: Any) -> bytes:
 
 
 def wrap_label(label: str, width: int = 14) -> str:
-    return "\n".join(textwrap.wrap(label, width)) or label
+    return "\n".join(textwrap.wrap(label, width, break_on_hyphens=False)) or label
 
 
 def _num(x: Any) -> float | None:

@@ -125,7 +125,15 @@ def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
     Every bar carries its value, so a zero is a visible "0%" rather than a missing bar, and the long
     labels ("After SFT (format warm-up)") are wrapped so they do not run into each other (issue #15).
     """
-    from cli.plots import pyplot, to_png, wrap_label
+    from cli.plots import to_png
+
+    fig = eval_figure(results, title)
+    return to_png(fig) if fig is not None else None
+
+
+def eval_figure(results: list[dict[str, Any]], title: str) -> Any:
+    """The matplotlib figure behind eval.png (None without matplotlib)."""
+    from cli.plots import pyplot, wrap_label
 
     plt = pyplot()
     if plt is None:
@@ -155,7 +163,7 @@ def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
     ax2.set_ylabel("tokens")
     ax2.set_title("mean completion length", fontsize=10)
     fig.suptitle(title, fontsize=9)
-    return to_png(fig)
+    return fig
 
 
 LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
