@@ -25,6 +25,7 @@ import io
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -169,7 +170,17 @@ def install(run: Path | str | None, command: str) -> Callable[[], None]:
         c.file = _real[1] if c.stderr else _real[0]
     sys.stdout = _log  # type: ignore[assignment]
     sys.stderr = _log  # type: ignore[assignment]
+    # Warnings and log records go to the file even where someone else (pytest, an embedding app) has
+    # taken over warnings.showwarning or the root logger's handlers.
+    saved_showwarning = warnings.showwarning
+
+    def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                    line: Any = None) -> None:
+        _log.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = showwarning
     root = logging.getLogger()
+    root.addHandler(_handler)
     saved_level = root.level
     if root.level > logging.WARNING or root.level == logging.NOTSET:
         root.setLevel(logging.WARNING)
@@ -179,6 +190,8 @@ def install(run: Path | str | None, command: str) -> Callable[[], None]:
     def undo() -> None:
         global _active
         sys.stdout, sys.stderr = _real
+        warnings.showwarning = saved_showwarning
+        root.removeHandler(_handler)
         for c, f in zip(consoles, saved_files, strict=True):
             c._file = f
         root.setLevel(saved_level)
