@@ -147,6 +147,21 @@ def stdout() -> Any:
     return _real[0] if _active and _real else sys.stdout
 
 
+@contextlib.contextmanager
+def terminal() -> Iterator[None]:
+    """The real streams back for a moment: ``input()`` keeps readline (line editing, history) only when
+    sys.stdin/sys.stdout are the terminal's (`grpo chat`'s prompt)."""
+    if not _active:
+        yield
+        return
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _real
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def install(run: Path | str | None, command: str) -> Callable[[], None]:
     """Quiet the libraries for one command; returns the undo (the CLI's error handler calls it).
 

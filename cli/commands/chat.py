@@ -309,7 +309,8 @@ def chat(
     base_engine: Engine | None = None
     while True:
         try:
-            line = console.input("[bold cyan]you>[/] ")
+            with quiet.terminal():  # readline's line editing needs the real stdout
+                line = console.input("[bold cyan]you>[/] ")
         except EOFError:
             console.print()
             break
