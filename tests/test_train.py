@@ -473,3 +473,18 @@ def test_sft_on_a_set_without_worked_solutions_says_so(tmp_path: Path) -> None:
     with pytest.raises(GrpoError, match="no worked solutions") as err:
         sft_dataset(Config(), run, build_tiny_tokenizer(get_spec("seed000")))
     assert "max_seq_length" not in str(err.value) and "grpo prep" in str(err.value)
+
+
+def test_zero_std_hint_after_sft_does_not_say_run_sft(tmp_path: Path, capsys) -> None:
+    from cli.rundir import RunDir
+    from cli.training.live import HINT_ZERO_STD, HINT_ZERO_STD_AFTER_SFT, make_callback
+
+    live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=5, from_sft=True, attempt=2)
+    state = SimpleNamespace(global_step=1, max_steps=5, is_world_process_zero=True)
+    live.on_train_begin(None, state, None)
+    live.on_step_end(None, state, SimpleNamespace(should_save=False, should_training_stop=False))
+    live.on_log(None, state, None, logs={"reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0})
+    out = capsys.readouterr().out
+    assert HINT_ZERO_STD_AFTER_SFT in out and HINT_ZERO_STD not in out and "`grpo sft` first" not in out
+    row = json.loads((tmp_path / "run" / "logs" / "metrics.jsonl").read_text())
+    assert row["attempt"] == 2
