@@ -13,17 +13,19 @@ export HF_HUB_OFFLINE=1
 t0=$(date +%s)
 step() { echo; echo "== [$(( $(date +%s) - t0 )) s] $* =="; }
 if [[ -z "${SKIP_INSTALL:-}" ]]; then
-  if python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
-    # In a venv: uv downloads and unpacks the ~3 GB of wheels (torch's CUDA build is what PyPI has for
-    # Linux) in parallel and builds the Rust reward core meanwhile; pip does all of it one after another.
-    step "install: uv (the installer, one small wheel)"
-    python3 -m pip install --disable-pip-version-check --progress-bar on uv
-    step "install: grpo[train,gguf] — torch, Unsloth, TRL, llama.cpp prebuilt (xllamacpp); cargo builds the reward core"
-    python3 -m uv pip install --python "$(python3 -c 'import sys; print(sys.executable)')" -e ".[train,gguf]"
-  else
-    step "install: grpo[train,gguf] with pip (no venv active: a venv installs faster, through uv)"
-    python3 -m pip install --progress-bar on -e ".[train,gguf]"
+  if ! python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+    # No venv active: make one here (the system Python stays untouched), and use it from now on.
+    step "install: no venv active, creating .venv (afterwards: source .venv/bin/activate)"
+    python3 -m venv .venv
+    # shellcheck disable=SC1091
+    source .venv/bin/activate
   fi
+  # uv downloads and unpacks the ~3 GB of wheels (torch's CUDA build is what PyPI has for Linux) in
+  # parallel and builds the Rust reward core meanwhile; pip does all of it one after another (~4 min).
+  step "install: uv (the installer, one small wheel)"
+  python3 -m pip install --disable-pip-version-check --progress-bar on uv
+  step "install: grpo[train,gguf] — torch, Unsloth, TRL, llama.cpp prebuilt (xllamacpp); cargo builds the reward core"
+  python3 -m uv pip install --python "$(python3 -c 'import sys; print(sys.executable)')" -e ".[train,gguf]"
 fi
 rm -rf "$RUN"
 start=$(date +%s)
