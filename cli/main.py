@@ -1,6 +1,6 @@
 """`grpo` — entry point. This module only wires the commands; each lives in cli/commands/<name>.py.
 
-Heavy frameworks (torch, trl, unsloth, vllm, llama_cpp) are imported inside command bodies, so
+Heavy frameworks (torch, trl, unsloth, vllm, xllamacpp) are imported inside command bodies, so
 `grpo --help` stays instant.
 """
 
