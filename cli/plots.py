@@ -85,7 +85,7 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
         ax_each.plot(steps, series(f"rewards/{name}/mean"), marker=marker, label=name)
     ax_each.set_title("mean of each reward", fontsize=10)
     if reward_names:
-        ax_each.legend(fontsize=7)
+        ax_each.legend(fontsize=7, loc="best", framealpha=0.7)
 
     zero = [100 * v for v in series("frac_reward_zero_std")]
     ax_zero.plot(steps, zero, marker=marker, color="tab:red")
@@ -114,6 +114,8 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
             ax.set_yticks([])
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
+        # Plain numbers on the axis: an offset ("+6.925") lands on the title of a flat series.
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle(title, fontsize=10)
