@@ -393,3 +393,21 @@ def test_detect_schema(row, schema):
     assert dp.detect_schema([row]) == schema
     parsed = dp.parse_records([row], schema)
     assert parsed.answers == ["3"] and not parsed.bad
+
+
+def test_warmup_set_follows_the_grpo_set_and_keeps_an_explicit_one(runner, tiny_run, tmp_path):
+    data = tiny_run / "data"
+    assert prep(runner, tiny_run, "dapo", "--limit", "40").exit_code == 0
+    assert (data / "sft.parquet").exists()  # added for dapo
+    # gsm8k brings its own worked solutions: the warm-up set made for dapo goes.
+    assert prep(runner, tiny_run, "gsm8k", "--limit", "40").exit_code == 0
+    assert not (data / "sft.parquet").exists() and not (data / "sft_stats.json").exists()
+    # An explicit `grpo prep openmath-mini` set stays when dapo is prepped after it (seed 000's order).
+    rows = [{"problem": f"Compute {i}*3.", "expected_answer": str(3 * i),
+             "generated_solution": f"{i}*3 = {3 * i}."} for i in range(6)]
+    src = tmp_path / "om.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert prep(runner, tiny_run, "openmath-mini", "--source", str(src), "--quantile", "1").exit_code == 0
+    result = prep(runner, tiny_run, "dapo", "--limit", "40")
+    assert result.exit_code == 0 and "from `grpo prep openmath-mini`" in result.output
+    assert len(pd.read_parquet(data / "sft.parquet")) == 6

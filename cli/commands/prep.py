@@ -132,7 +132,8 @@ def prep(
     # Seed 000 stage 1 needs worked solutions; a GRPO set without them (DAPO's rows carry none) gets the
     # warm-up set as seed 000 does: OpenMathReasoning-mini from the hub, else the bundled GSM8K sample.
     warmup = None
-    if ds.purpose == "grpo" and not built.frame["solution"].notna().any():
+    explicit = _explicit_warmup(rundir)  # made by `grpo prep openmath-mini`: kept, never overwritten
+    if ds.purpose == "grpo" and not built.frame["solution"].notna().any() and explicit is None:
         warm_ds = dp.DATASETS[dp.WARMUP_DATASET]
         w_loaded, w_schema, w_parsed = _load(
             warm_ds, None, None, None, dataset=warm_ds.name, what="warm-up set"
@@ -155,6 +156,10 @@ def prep(
             "max_prompt_length": stats["max_prompt_length"],
             "stats": str(stats_path.relative_to(rundir.path)),
         })
+        if ds.purpose == "grpo" and warmup is None and explicit is None:
+            # A warm-up set made for an earlier dataset of this run is not this one's.
+            for name in ("sft.parquet", "sft_stats.json"):
+                (data_dir / name).unlink(missing_ok=True)
         if warmup is not None:
             w_stats, w_path = _write(rundir, pc, dp.DATASETS[dp.WARMUP_DATASET], tokenizer, cfg, spec, warmup)
             w_stats["for_dataset"] = pc.dataset
@@ -167,9 +172,26 @@ def prep(
         _summary(w_stats, rundir, w_path, None,
                  title=f"stage-1 warm-up set (worked solutions; {pc.dataset} has "
                  "none) → `grpo sft` trains on it")
-    elif ds.purpose == "grpo" and not (data_dir / "sft.parquet").exists():
+    elif ds.purpose == "grpo" and explicit is not None:
+        console.print(f"[dim]stage-1 warm-up: `grpo sft` uses data/sft.parquet ({explicit}, from `grpo prep "
+                      "openmath-mini`)[/]")
+    elif ds.purpose == "grpo":
         n = int(built.frame["solution"].notna().sum())
         console.print(f"[dim]stage-1 warm-up: `grpo sft` uses the {n} worked solutions in train.parquet[/]")
+
+
+def _explicit_warmup(rundir: Any) -> str | None:
+    """The source of a data/sft.parquet that `grpo prep openmath-mini` wrote (not one prep added itself)."""
+    import json
+
+    stats = rundir.data_dir / "sft_stats.json"
+    if not (rundir.data_dir / "sft.parquet").exists() or not stats.exists():
+        return None
+    try:
+        info = json.loads(stats.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return None if info.get("for_dataset") else str(info.get("source") or "sft.parquet")
 
 
 @dataclass
