@@ -6,7 +6,11 @@ numeric answers (seed 000), cuts prompts longer than the 90th-percentile token l
 --eval-size prompts. Writes <run>/data/train.parquet, eval.parquet and stats.json
 (openmath-mini: the SFT warm-up set, sft.parquet and sft_stats.json).
 
-Example: grpo prep gsm8k --model tiny --limit 500
+A GRPO set without worked solutions (dapo) also gets the stage-1 warm-up set, as in seed 000: worked
+solutions with numeric answers from OpenMathReasoning-mini (offline: the bundled GSM8K sample's) in
+data/sft.parquet, which `grpo sft` trains on. Offline, dapo/gsm8k/math use bundled samples.
+
+Example: grpo prep dapo    (or: grpo prep gsm8k --model tiny --limit 500)
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Stage 1: a short LoRA SFT that teaches the output format (seed 000: ~59 examples, 60 steps).
 
-Reads the run's prepped data (`grpo prep` first) and writes the LoRA adapter + tokenizer to <run>/sft/adapter.
+Trains on the run's warm-up set (data/sft.parquet, which `grpo prep dapo` adds) or else on the worked
+solutions of the prepped train set, and writes the LoRA adapter + tokenizer to <run>/sft/adapter.
 
 `grpo grpo` then continues that adapter. Example: grpo sft --max-steps 60
 """
