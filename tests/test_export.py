@@ -247,6 +247,47 @@ def test_k_quant_kernels_round_trip_through_gguf_py() -> None:
         assert rel < tol, (qtype.name, rel)
 
 
+@needs_gguf
+def test_q4_k_m_with_whole_k_blocks_loads_and_runs_in_llama_cpp(tmp_path) -> None:
+    """Rows of 256 values: real Q4_K/Q6_K tensors (not the tiny model's fallbacks), read by llama.cpp."""
+    from collections import Counter
+
+    import torch
+    from gguf import GGUFReader
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from cli import gguf as gg
+    from cli.inference import GGUFModel
+    from cli.models import build_tiny_tokenizer
+    from py_rewards.spec import get_spec
+
+    tok = build_tiny_tokenizer(get_spec("seed000"))
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=len(tok), hidden_size=256, intermediate_size=512, num_hidden_layers=8,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=512,
+        tie_word_embeddings=False, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )  # fmt: skip
+    hf = tmp_path / "hf"
+    Qwen3ForCausalLM(config).save_pretrained(hf)
+    tok.save_pretrained(hf)
+    f16, q4 = tmp_path / "m-f16.gguf", tmp_path / "m-q4_k_m.gguf"
+    gg.convert(hf, f16, "f16")
+    gg.quantize(f16, q4, "q4_k_m")
+    types = Counter(t.tensor_type.name for t in GGUFReader(str(q4)).tensors)
+    # llama-quantize's q4_k_m on 8 layers: attn_v and ffn_down of layers 0, 3, 6, 7 and output → Q6_K.
+    assert types == {"Q4_K": 49, "Q6_K": 9, "F32": 33}
+    assert q4.stat().st_size < f16.stat().st_size / 2.5
+    llm = GGUFModel(q4, n_ctx=256)
+    try:
+        ids = llm.tokenize("What is 2+3?<start_working_out>")
+        out = list(llm.llm.greedy(ids, 12))
+        assert len(out) >= 1 and all(0 <= t < llm.llm.n_vocab for t in out)
+    finally:
+        llm.close()
+
+
 def test_tensor_types_follow_llama_quantize() -> None:
     from cli.gguf import tensor_type
 
