@@ -171,6 +171,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     from cli.training.data import sft_dataset
 
     t_load = time.perf_counter()
+    console.print(f"[dim]sft: loading {cfg.model} ({backend}) and the warm-up examples…[/]")
     model, tokenizer = backends.load_for_training(cfg, run, backend=backend)
     dataset, data_info = sft_dataset(cfg, run, tokenizer)
     load_s = time.perf_counter() - t_load
@@ -303,6 +304,7 @@ def run_grpo(
 
     g = cfg.grpo
     t_load = time.perf_counter()
+    console.print(f"[dim]grpo: loading {cfg.model} ({backend}) and the prompts…[/]")
     model, tokenizer = backends.load_for_training(
         cfg, run, backend=backend, adapter=adapter, use_vllm=use_vllm and backend == "unsloth"
     )
