@@ -163,6 +163,7 @@ def eager_on_cpu_for_tiny(cfg: Any) -> None:
 # ---- stage 1 ------------------------------------------------------------------------------------
 def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     attempt = next_attempt_from_metrics(run, "sft")
+    console.print(f"[dim]sft: loading {backend}, {cfg.model} and the warm-up examples…[/]")
     eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend)  # before TRL/transformers
     backends.patch_trl_for_cpu(backend)
@@ -171,7 +172,6 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     from cli.training.data import sft_dataset
 
     t_load = time.perf_counter()
-    console.print(f"[dim]sft: loading {cfg.model} ({backend}) and the warm-up examples…[/]")
     model, tokenizer = backends.load_for_training(cfg, run, backend=backend)
     dataset, data_info = sft_dataset(cfg, run, tokenizer)
     load_s = time.perf_counter() - t_load
@@ -294,6 +294,7 @@ def run_grpo(
     attempt: int = 1,
     checkpoints: Path | None = None,
 ) -> dict[str, Any]:
+    console.print(f"[dim]grpo: loading {backend}, {cfg.model} and the prompts…[/]")
     eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
     backends.patch_trl_for_cpu(backend)
@@ -304,7 +305,6 @@ def run_grpo(
 
     g = cfg.grpo
     t_load = time.perf_counter()
-    console.print(f"[dim]grpo: loading {cfg.model} ({backend}) and the prompts…[/]")
     model, tokenizer = backends.load_for_training(
         cfg, run, backend=backend, adapter=adapter, use_vllm=use_vllm and backend == "unsloth"
     )
