@@ -174,8 +174,7 @@ def prep(
     _summary(stats, rundir, stats_path, describe_model(cfg))
     if warmup is not None:
         _summary(w_stats, rundir, w_path, None,
-                 title=f"stage-1 warm-up set (worked solutions; {pc.dataset} has "
-                 "none) → `grpo sft` trains on it")
+                 title=f"warm-up set for `grpo sft` ({pc.dataset}: no worked solutions)")
     elif ds.purpose == "grpo" and explicit is not None:
         console.print(f"[dim]stage-1 warm-up: `grpo sft` uses data/sft.parquet ({explicit}, from `grpo prep "
                       "openmath-mini`)[/]")
