@@ -136,7 +136,11 @@ def main(argv: list[str] | None = None) -> int:
             include_stop_str_in_output=True,
             # vLLM checks min_tokens against max_tokens when the params are built (Unsloth sets the real
             # max_tokens from max_completion_length later).
-            **({"min_tokens": args.completion_len, "max_tokens": args.completion_len} if args.force_length else {}),
+            **(
+                {"min_tokens": args.completion_len, "max_tokens": args.completion_len}
+                if args.force_length
+                else {}
+            ),
         )
         vllm_kwargs["use_vllm"] = True
     elif args.force_length:

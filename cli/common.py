@@ -49,6 +49,10 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from cli import quiet
+
+        # Library warnings, log lines and foreign progress bars go to <run>/logs/grpo.log (--verbose: here).
+        undo = quiet.install(kwargs.get("run"), fn.__name__.rstrip("_"))
         try:
             return fn(*args, **kwargs)
         except typer.Exit:
@@ -80,6 +84,8 @@ def handle_errors(fn: F) -> F:
                 hint = (" — lower --gens, --max-completion-length or the batch size; "
                         "see README 'Troubleshooting'")
             fail(f"{name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else name}{hint}")
+        finally:
+            undo()
         return None
 
     return wrapper  # type: ignore[return-value]

@@ -62,18 +62,23 @@ class HubDataset:
 
 DATASETS: dict[str, HubDataset] = {
     # Seed 000 Stage 2. The "en" config is the English subset of the processed DAPO set.
-    "dapo": HubDataset("dapo", "open-r1/DAPO-Math-17k-Processed", "en", "train",
+    "dapo": HubDataset("dapo", "open-r1/DAPO-Math-17k-Processed", "en", "train", sample="dapo_math.parquet",
                        note="seed 000 GRPO set; answers parsed with parse_dapo"),
     "gsm8k": HubDataset("gsm8k", "openai/gsm8k", "main", "train", sample="gsm8k_train.jsonl",
                         note="grade-school math, '#### N' answers"),
     "math": HubDataset("math", "HuggingFaceH4/MATH-500", None, "test", sample="math500.jsonl",
                        note="MATH500; mostly non-numeric answers (see --keep-non-numeric)"),
     # Seed 000 Stage 1: the SFT format warm-up set.
+    # Offline: GSM8K's worked solutions (numeric answers) stand in (no OpenMathReasoning sample is public).
     "openmath-mini": HubDataset("openmath-mini", "unsloth/OpenMathReasoning-mini", None, "cot", purpose="sft",
-                                note="seed 000 SFT warm-up set -> sft.parquet"),
+                                sample="gsm8k_train.jsonl", note="seed 000 SFT warm-up set -> sft.parquet"),
     # Seed 001.
     "openr1": HubDataset("openr1", "open-r1/OpenR1-Math-220k", None, "train", note="seed 001 set"),
 }
+
+
+# What `grpo prep` adds as the stage-1 warm-up set when the GRPO set has no worked solutions (DAPO).
+WARMUP_DATASET = "openmath-mini"
 
 
 def dataset_names() -> str:

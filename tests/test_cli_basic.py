@@ -51,7 +51,7 @@ def test_help_imports_no_heavy_framework():
     code = (
         "import sys, cli.main; "
         "print(','.join(m for m in ('torch', 'transformers', 'trl', 'unsloth', 'vllm', 'datasets', "
-        "'peft', 'pandas', 'pyarrow', 'llama_cpp') if m in sys.modules))"
+        "'peft', 'pandas', 'pyarrow', 'xllamacpp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
@@ -236,3 +236,51 @@ def test_doctor_flags_a_run_made_with_another_format(runner, tiny_run, tmp_path,
     result = runner.invoke(app, ["doctor", "--run", str(tiny_run), "--config", str(config)])
     assert result.exit_code == 1, result.output
     assert "check(s) failed: run format contract" in result.output
+
+
+def test_library_noise_goes_to_the_run_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+    import sys
+    import warnings
+
+    from cli import quiet
+    from cli.common import console
+
+    run = tmp_path / "run"
+    undo = quiet.install(run, "sft")
+    try:
+        # What torch, bitsandbytes, Unsloth and transformers do while a command runs (issue #15).
+        warnings.warn("torch.utils._pytree._register_pytree_node is deprecated", FutureWarning, stacklevel=1)
+        logging.getLogger("bitsandbytes.backends.cpu.ops").warning("Failed to load CPU gemm_4bit_forward")
+        print("🦥 Unsloth: Will patch your computer to enable 2x faster free finetuning.")
+        print("a stray line", file=sys.stderr)
+        console.print("sft 5/60 │ loss 1.2")  # our own output stays on the terminal
+    finally:
+        undo()
+    out, err = capsys.readouterr()
+    assert out.strip() == "sft 5/60 │ loss 1.2" and err == ""
+    log = (run / "logs" / "grpo.log").read_text()
+    for line in ("grpo sft ==", "_pytree", "gemm_4bit_forward", "Unsloth: Will patch", "a stray line"):
+        assert line in log, line
+    assert "sft 5/60" not in log
+    print("after", file=sys.stderr)  # undone: the terminal again
+    assert capsys.readouterr().err == "after\n"
+
+
+def test_verbose_keeps_library_output_on_the_terminal(tmp_path: Path, monkeypatch, capsys) -> None:
+    from cli import quiet
+
+    monkeypatch.setenv(quiet.VERBOSE_ENV, "1")
+    undo = quiet.install(tmp_path / "run", "prep")
+    print("banner")
+    undo()
+    assert capsys.readouterr().out == "banner\n" and not (tmp_path / "run").exists()
+
+
+def test_no_flag_shows_a_bool_type_in_help(runner) -> None:
+    from cli.main import app
+
+    for command in ([], ["prep"], ["sft"], ["grpo"], ["export"], ["chat"], ["eval"], ["doctor"]):
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "160"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output, command

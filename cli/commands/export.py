@@ -665,8 +665,8 @@ def _print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> Non
         ("token match", "right"),
         ("prefix", "right"),
         ("exact", "right"),
-        ("format HF/art", "right"),
-        ("accuracy HF/art", "right"),
+        ("format reward HF/art", "right"),
+        ("answer reward HF/art", "right"),
         ("time", "right"),
     ):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -691,6 +691,12 @@ def _print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> Non
             pair("check_answer_accuracy"),
             f"{a['seconds']:.1f}s",
         )
+    # Mean reward scores, not percentages: an answer reward of 5.00 is seed 000's score for an exact answer.
+    table.caption = (
+        "format reward: mean match_format_exactly score; answer reward: mean check_answer_accuracy score "
+        "(the seed's reward scores, not accuracy %); HF = the trained model in transformers, "
+        "art = the artifact"
+    )
     console.print(table)
 
 

@@ -4,7 +4,8 @@ Continues the run's SFT adapter when there is one (run `grpo sft` first).
 
 Scores --gens completions per prompt with grpo.rewards (py_rewards names or dotted paths, with weights).
 
-Writes <run>/grpo/adapter and checkpoints under <run>/grpo/checkpoints; Ctrl-C saves one, --resume continues.
+Writes <run>/grpo/adapter, train.png, and checkpoints under <run>/grpo/checkpoints/attempt-N (each run
+without --resume is a new attempt); Ctrl-C saves one, --resume continues the most recent attempt.
 
 Several GPUs: --gpus N (and --num-nodes, --deepspeed zero2|zero3, --fsdp) relaunches this command
 under `accelerate launch` with a config written to <run>/grpo/accelerate.yaml (hf backend); rollouts
@@ -15,6 +16,7 @@ Example: grpo grpo --gens 4 --max-steps 100
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -151,7 +153,8 @@ def grpo(
         bool,
         typer.Option(
             "--resume",
-            help="Continue from the latest checkpoint in <run>/grpo/checkpoints.",
+            help="Continue the most recent attempt from its latest checkpoint (a plain `grpo grpo` starts a "
+            "new attempt; earlier attempts' checkpoints are kept apart).",
             rich_help_panel=LOG,
         ),
     ] = False,
@@ -261,21 +264,14 @@ def grpo(
         raise GrpoError(f"--scale-rewards must be group, batch or none, not {g.scale_rewards!r}")
     from cli.training import backends
     from cli.training.rewards import resolve_rewards
-    from cli.training.stages import latest_checkpoint
+    from cli.training.stages import ATTEMPT_ENV, attempts, latest_checkpoint, plan_attempt
 
     reward_list = resolve_rewards(g.rewards, cfg.format_spec())
     adapter = rd.sft_dir / "adapter"
     adapter = adapter if (adapter / "adapter_config.json").exists() else None
     uses_dora = backends.adapter_settings(adapter)["dora"] if adapter else cfg.lora.dora
     url = distributed.server_url(g.vllm_server) if g.vllm_server else None
-    checkpoint = None
-    if resume:
-        checkpoint = latest_checkpoint(rd.grpo_dir / "checkpoints")
-        if checkpoint is None:
-            raise GrpoError(
-                f"--resume: no checkpoint in {rd.grpo_dir / 'checkpoints'}: "
-                "run `grpo grpo --save-steps N` first"
-            )
+    attempt, attempt_dir, checkpoint = plan_attempt(rd.grpo_dir / "checkpoints", bool(resume))
     if checkpoint is not None and not child:
         distributed.check_resume(checkpoint, plan)
     if plan.wanted and not child:
@@ -310,8 +306,25 @@ def grpo(
             "(`grpo sft` first teaches the format, so rewards vary from the first steps)"
         )
     rd.save_config(cfg)
+    if not child:
+        earlier = {n: f for n, f in attempts(rd.grpo_dir / "checkpoints").items()
+                   if n != attempt and latest_checkpoint(f) is not None}
+        if checkpoint is not None:
+            err_console.print(f"grpo: resuming attempt {attempt} from {checkpoint}", soft_wrap=True)
+        elif earlier:
+            err_console.print(
+                f"[yellow]note:[/] new attempt {attempt} (checkpoints → {attempt_dir}); the checkpoints of "
+                f"attempt{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))} "
+                "stay where they are "
+                "— `grpo grpo --resume` continues the most recent attempt",
+                soft_wrap=True,
+            )
     if plan.wanted and not child:
-        _relaunch(rd, cfg, plan)
+        os.environ[ATTEMPT_ENV] = str(attempt)  # the ranks of --gpus N write to the same attempt
+        try:
+            _relaunch(rd, cfg, plan)
+        finally:
+            os.environ.pop(ATTEMPT_ENV, None)
         return
     from cli.training.stages import run_grpo
 
@@ -326,6 +339,8 @@ def grpo(
                 use_vllm=use_vllm,
                 resume=checkpoint,
                 adapter=adapter,
+                attempt=attempt,
+                checkpoints=attempt_dir,
             )
         )
 

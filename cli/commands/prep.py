@@ -6,12 +6,17 @@ numeric answers (seed 000), cuts prompts longer than the 90th-percentile token l
 --eval-size prompts. Writes <run>/data/train.parquet, eval.parquet and stats.json
 (openmath-mini: the SFT warm-up set, sft.parquet and sft_stats.json).
 
-Example: grpo prep gsm8k --model tiny --limit 500
+A GRPO set without worked solutions (dapo) also gets the stage-1 warm-up set, as in seed 000: worked
+solutions with numeric answers from OpenMathReasoning-mini (offline: the bundled GSM8K sample's) in
+data/sft.parquet, which `grpo sft` trains on. Offline, dapo/gsm8k/math use bundled samples.
+
+Example: grpo prep dapo    (or: grpo prep gsm8k --model tiny --limit 500)
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -115,30 +120,131 @@ def prep(
         raise GrpoError("prep.eval_size must be 0 or more")
     ds = dp.DATASETS[pc.dataset]
 
-    # ---- load -----------------------------------------------------------------------------------
-    if pc.source:
-        loaded = dp.read_file(Path(pc.source), pc.limit)
+    # ---- load + parse (before the tokenizer: a bad file fails in a second) -----------------------
+    loaded, schema, parsed = _load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
+
+    from cli.models import describe_model, load_tokenizer
+
+    if dp.is_hub_model(str(cfg.model)):
+        with dp.offline_unless_reachable():
+            tokenizer = load_tokenizer(cfg, rundir)
+    else:
+        tokenizer = load_tokenizer(cfg, rundir)
+    spec = cfg.format_spec()
+    built = _build(ds, pc, cfg, tokenizer, spec, loaded, schema, parsed, keep_non_numeric=pc.keep_non_numeric)
+
+    # Seed 000 stage 1 needs worked solutions; a GRPO set without them (DAPO's rows carry none) gets the
+    # warm-up set as seed 000 does: OpenMathReasoning-mini from the hub, else the bundled GSM8K sample.
+    warmup = None
+    explicit = _explicit_warmup(rundir)  # made by `grpo prep openmath-mini`: kept, never overwritten
+    if ds.purpose == "grpo" and not built.frame["solution"].notna().any() and explicit is None:
+        warm_ds = dp.DATASETS[dp.WARMUP_DATASET]
+        w_loaded, w_schema, w_parsed = _load(
+            warm_ds, None, None, None, dataset=warm_ds.name, what="warm-up set"
+        )
+        warmup = _build(
+            warm_ds, pc, cfg, tokenizer, spec, w_loaded, w_schema, w_parsed, keep_non_numeric=False
+        )
+
+    # ---- write ----------------------------------------------------------------------------------
+    from cli.rundir import atomic_write_json
+
+    data_dir = rundir.data_dir
+    stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
+    with rundir.stage(stage_name, cfg, dataset=pc.dataset) as info:
+        stats, stats_path = _write(rundir, pc, ds, tokenizer, cfg, spec, built)
+        info.update({
+            "source": built.loaded.source,
+            "source_sha256": built.loaded.sha256,
+            "files": stats["files"],
+            "max_prompt_length": stats["max_prompt_length"],
+            "stats": str(stats_path.relative_to(rundir.path)),
+        })
+        if ds.purpose == "grpo" and warmup is None and explicit is None:
+            # A warm-up set made for an earlier dataset of this run is not this one's.
+            for name in ("sft.parquet", "sft_stats.json"):
+                (data_dir / name).unlink(missing_ok=True)
+        if warmup is not None:
+            w_stats, w_path = _write(rundir, pc, dp.DATASETS[dp.WARMUP_DATASET], tokenizer, cfg, spec, warmup)
+            w_stats["for_dataset"] = pc.dataset
+            atomic_write_json(w_path, w_stats)
+            info["warmup"] = {"source": warmup.loaded.source, "files": w_stats["files"],
+                              "stats": str(w_path.relative_to(rundir.path))}
+    rundir.save_config(cfg)
+    _summary(stats, rundir, stats_path, describe_model(cfg))
+    if warmup is not None:
+        _summary(w_stats, rundir, w_path, None,
+                 title=f"warm-up set for `grpo sft` ({pc.dataset}: no worked solutions)")
+    elif ds.purpose == "grpo" and explicit is not None:
+        console.print(f"[dim]stage-1 warm-up: `grpo sft` uses data/sft.parquet ({explicit}, from `grpo prep "
+                      "openmath-mini`)[/]")
+    elif ds.purpose == "grpo":
+        n = int(built.frame["solution"].notna().sum())
+        console.print(f"[dim]stage-1 warm-up: `grpo sft` uses the {n} worked solutions in train.parquet[/]")
+
+
+def _explicit_warmup(rundir: Any) -> str | None:
+    """The source of a data/sft.parquet that `grpo prep openmath-mini` wrote (not one prep added itself)."""
+    import json
+
+    stats = rundir.data_dir / "sft_stats.json"
+    if not (rundir.data_dir / "sft.parquet").exists() or not stats.exists():
+        return None
+    try:
+        info = json.loads(stats.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return None if info.get("for_dataset") else str(info.get("source") or "sft.parquet")
+
+
+@dataclass
+class Built:
+    """One prepared dataset before it is written: the kept rows and what the filters did."""
+
+    loaded: Any
+    schema: str
+    frame: Any  # question, answer, solution, prompt_tokens
+    counts: dict[str, int]
+    bad: Any
+    max_len: int
+    lengths: list[int]
+    sft_cap: int | None
+
+
+def _load(ds: Any, source: str | None, split: str | None, limit: int | None, *, dataset: str,
+          what: str = "") -> tuple[Any, str, Any]:
+    from cli import data_prep as dp
+
+    if source:
+        loaded = dp.read_file(Path(source), limit)
     else:
         try:
-            loaded = dp.load_hub(ds, pc.split, pc.limit)
+            loaded = dp.load_hub(ds, split, limit)
         except dp.HubUnavailable as exc:
             if ds.sample is None:
-                raise GrpoError(f"{exc}; pass --source FILE with a local copy of {pc.dataset}") from None
-            loaded = dp.load_bundled(ds, pc.limit)
+                raise GrpoError(f"{exc}; pass --source FILE with a local copy of {dataset}") from None
+            loaded = dp.load_bundled(ds, limit)
+            label = f" for the {what}" if what else ""
             err_console.print(
-                f"note: {exc}; using the bundled sample {loaded.source.split(':', 1)[1]} "
-                f"({loaded.rows_read} rows) — pass --source FILE for the full set",
+                f"note: {exc}; using the bundled sample {loaded.source.split(':', 1)[1]}{label} "
+                f"({loaded.rows_read} rows)" + ("" if what else " — pass --source FILE for the full set"),
                 soft_wrap=True,
             )
     schema = dp.detect_schema(loaded.records, loaded.source)
-    parsed = dp.parse_records(loaded.records, schema)
-    bad = loaded.bad + parsed.bad
+    return loaded, schema, dp.parse_records(loaded.records, schema)
 
-    # ---- filters --------------------------------------------------------------------------------
+
+def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, schema: str, parsed: Any, *,
+           keep_non_numeric: bool) -> Built:
+    """Seed 000's filters: numeric answers, the prompt-length quantile, (SFT) chats ≤ half the context."""
     import numpy as np
+    import pandas as pd
 
+    from cli import data_prep as dp
+
+    bad = loaded.bad + parsed.bad
     questions, answers, solutions = parsed.questions, parsed.answers, parsed.solutions
-    if pc.keep_non_numeric:
+    if keep_non_numeric:
         non_numeric = 0
     else:
         mask = dp.numeric_mask(answers)
@@ -148,17 +254,15 @@ def prep(
         answers = [answers[i] for i in idx]
         solutions = [solutions[i] for i in idx]
     counts = _counts(loaded, bad, parsed.filtered_ability, non_numeric)
+    if ds.purpose == "sft":
+        # Stage 1 trains on worked solutions: a row without one teaches nothing (say so, not "too long").
+        has = [i for i, s in enumerate(solutions) if s]
+        counts["no_worked_solution"] = len(questions) - len(has)
+        questions = [questions[i] for i in has]
+        answers = [answers[i] for i in has]
+        solutions = [solutions[i] for i in has]
     if not questions:
-        raise GrpoError(_empty_message(loaded.source, counts, pc.keep_non_numeric))
-
-    from cli.models import load_tokenizer
-
-    if dp.is_hub_model(str(cfg.model)):
-        with dp.offline_unless_reachable():
-            tokenizer = load_tokenizer(cfg, rundir)
-    else:
-        tokenizer = load_tokenizer(cfg, rundir)
-    spec = cfg.format_spec()
+        raise GrpoError(_empty_message(loaded.source, counts, keep_non_numeric))
     lengths = dp.prompt_lengths(tokenizer, spec, questions)
     max_len, keep = dp.quantile_cut(lengths, pc.prompt_quantile)
     counts["cut_by_length"] = int((~keep).sum())
@@ -172,81 +276,70 @@ def prep(
         keep = keep & ~too_long
     kept = np.flatnonzero(keep)
     if kept.size == 0:
-        raise GrpoError(_empty_message(loaded.source, counts, pc.keep_non_numeric))
-
-    import pandas as pd
-
+        raise GrpoError(_empty_message(loaded.source, counts, keep_non_numeric))
     frame = pd.DataFrame({
         "question": [questions[i] for i in kept],
         "answer": [answers[i] for i in kept],
         "solution": pd.Series([solutions[i] for i in kept], dtype=object),
         "prompt_tokens": np.asarray([lengths[i] for i in kept], dtype=np.int64),
     })
+    return Built(loaded, schema, frame, counts, bad, max_len, lengths, sft_cap)
 
-    # ---- write ----------------------------------------------------------------------------------
+
+def _write(rundir: Any, pc: Any, ds: Any, tokenizer: Any, cfg: Any, spec: Any, b: Built) -> tuple[dict, Path]:
+    from cli import data_prep as dp
     from cli.rundir import atomic_write_bytes, atomic_write_json, file_sha256
 
     data_dir = rundir.data_dir
-    outputs: dict[str, Any] = {}
+    counts = dict(b.counts)
     if ds.purpose == "sft":
-        counts["kept_sft"] = len(frame)
-        parts = {"sft": frame}
+        counts["kept_sft"] = len(b.frame)
+        parts = {"sft": b.frame}
         stats_path = data_dir / "sft_stats.json"
-        stage_name = "prep-sft"
     else:
-        train_idx, eval_idx = dp.eval_split(len(frame), pc.eval_size, pc.seed)
+        train_idx, eval_idx = dp.eval_split(len(b.frame), pc.eval_size, pc.seed)
         parts = {
-            "eval": frame.iloc[eval_idx].reset_index(drop=True),
-            "train": frame.iloc[train_idx].reset_index(drop=True),
+            "eval": b.frame.iloc[eval_idx].reset_index(drop=True),
+            "train": b.frame.iloc[train_idx].reset_index(drop=True),
         }
         counts["kept_train"] = len(parts["train"])
         counts["kept_eval"] = len(parts["eval"])
+        counts["worked_solutions"] = int(b.frame["solution"].notna().sum())
         stats_path = data_dir / "stats.json"
-        stage_name = "prep"
-
+    outputs: dict[str, Any] = {}
+    for part, df in parts.items():
+        path = data_dir / f"{part}.parquet"
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        atomic_write_bytes(path, buf.getvalue())
+        outputs[part] = {
+            "path": str(path.relative_to(rundir.path)), "rows": len(df), "sha256": file_sha256(path),
+        }
     stats = {
-        "dataset": pc.dataset,
+        "dataset": ds.name,
         "purpose": ds.purpose,
-        "schema": schema,
-        "source": loaded.source,
-        "source_sha256": loaded.sha256,
-        "source_fingerprint": loaded.fingerprint,
+        "schema": b.schema,
+        "source": b.loaded.source,
+        "source_sha256": b.loaded.sha256,
+        "source_fingerprint": b.loaded.fingerprint,
         **counts,
-        "bad_reasons": dict(bad.most_common()),
-        "max_prompt_length": max_len,
+        "bad_reasons": dict(b.bad.most_common()),
+        "max_prompt_length": b.max_len,
         "prompt_quantile": pc.prompt_quantile,
-        "sft_max_tokens": sft_cap,
-        "keep_non_numeric": pc.keep_non_numeric,
-        "limit": pc.limit,
+        "sft_max_tokens": b.sft_cap,
+        "keep_non_numeric": pc.keep_non_numeric if ds.name == pc.dataset else False,
+        "limit": pc.limit if ds.name == pc.dataset else None,
         "eval_size": pc.eval_size,
         "seed": pc.seed,
-        "prompt_tokens_all": dp.percentiles(lengths),
-        "prompt_tokens_kept": dp.percentiles(frame["prompt_tokens"].tolist()),
+        "prompt_tokens_all": dp.percentiles(b.lengths),
+        "prompt_tokens_kept": dp.percentiles(b.frame["prompt_tokens"].tolist()),
         "tokenizer": getattr(tokenizer, "name_or_path", None),
         "model": cfg.model,
         "format_contract_sha256": spec.contract_hash(),
-        "files": {},
+        "files": outputs,
     }
-    with rundir.stage(stage_name, cfg, dataset=pc.dataset) as info:
-        for part, df in parts.items():
-            path = data_dir / f"{part}.parquet"
-            buf = io.BytesIO()
-            df.to_parquet(buf, index=False)
-            atomic_write_bytes(path, buf.getvalue())
-            outputs[part] = {
-                "path": str(path.relative_to(rundir.path)), "rows": len(df), "sha256": file_sha256(path),
-            }
-        stats["files"] = outputs
-        atomic_write_json(stats_path, stats)
-        info.update({
-            "source": loaded.source,
-            "source_sha256": loaded.sha256,
-            "files": outputs,
-            "max_prompt_length": max_len,
-            "stats": str(stats_path.relative_to(rundir.path)),
-        })
-    rundir.save_config(cfg)
-    _summary(stats, rundir, stats_path)
+    atomic_write_json(stats_path, stats)
+    return stats, stats_path
 
 
 def _counts(loaded: Any, bad: Any, filtered_ability: int, non_numeric: int) -> dict[str, int]:
@@ -265,13 +358,16 @@ def _empty_message(source: str, counts: dict[str, int], keep_non_numeric: bool) 
     return f"no rows left from {source} after filters ({detail}); nothing written{hint}"
 
 
-def _summary(stats: dict[str, Any], rundir: Any, stats_path: Path) -> None:
+def _summary(stats: dict[str, Any], rundir: Any, stats_path: Path, model: str | None,
+             title: str | None = None) -> None:
     from rich.table import Table
 
-    t = Table(title=f"grpo prep {stats['dataset']} → {rundir.data_dir}", show_header=False,
+    t = Table(title=title or f"grpo prep {stats['dataset']} → {rundir.data_dir}", show_header=False,
               title_justify="left")
     t.add_column(style="bold")
     t.add_column()
+    if model:
+        t.add_row("model", model)
     t.add_row("source", f"{stats['source']} ({stats['schema']})")
     t.add_row("rows read", str(stats["rows_read"]) + (f" (limit {stats['limit']})" if stats["limit"] else ""))
     reasons = ", ".join(f"{k}: {v}" for k, v in stats["bad_reasons"].items())
@@ -285,6 +381,8 @@ def _summary(stats: dict[str, Any], rundir: Any, stats_path: Path) -> None:
               f"p50 {pct['p50']:.0f} · p90 {pct['p90']:.0f} · p99 {pct['p99']:.0f} · max {pct['max']}")
     t.add_row("max_prompt_length", f"{stats['max_prompt_length']} (q={stats['prompt_quantile']}); "
               f"{stats['cut_by_length']} longer prompts cut")
+    if stats.get("no_worked_solution"):
+        t.add_row("no worked solution", f"{stats['no_worked_solution']} dropped")
     if stats.get("sft_max_tokens"):
         t.add_row("SFT length cap",
                   f"{stats['sft_max_tokens']} tokens; {stats.get('cut_too_long_for_sft', 0)} cut")

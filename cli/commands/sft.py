@@ -1,6 +1,7 @@
 """Stage 1: a short LoRA SFT that teaches the output format (seed 000: ~59 examples, 60 steps).
 
-Reads the run's prepped data (`grpo prep` first) and writes the LoRA adapter + tokenizer to <run>/sft/adapter.
+Trains on the run's warm-up set (data/sft.parquet, which `grpo prep dapo` adds) or else on the worked
+solutions of the prepped train set, and writes the LoRA adapter + tokenizer to <run>/sft/adapter.
 
 `grpo grpo` then continues that adapter. Example: grpo sft --max-steps 60
 """
@@ -92,8 +93,10 @@ def sft(
     if note:
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
-    rd.save_config(cfg)  # remembers the model (and flags) for the next stages
     from cli.training.stages import run_sft
 
     with rd.stage("sft", cfg, backend=chosen) as info:
         info.update(run_sft(cfg, rd, backend=chosen))
+    # Saved once SFT has trained: flags of a failed attempt (a --max-seq-length that did not help) are not
+    # remembered by the run (issue #15).
+    rd.save_config(cfg)  # remembers the model (and flags) for the next stages

@@ -81,8 +81,11 @@ def import_backend(backend: str, *, use_vllm: bool = False) -> None:
     if use_vllm:
         # Seed 000: vLLM standby frees the rollout engine's memory during the training pass.
         os.environ.setdefault("UNSLOTH_VLLM_STANDBY", "1")
+    from cli import quiet
+
     try:
-        import unsloth  # noqa: F401
+        with quiet.captured():  # Unsloth's banner and import-time warnings go to the run's log file
+            import unsloth  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - a broken install (e.g. torchvision/torch mismatch) is one line
         raise GrpoError(
             f"cannot import unsloth ({type(exc).__name__}: {_first_line(exc)}); "

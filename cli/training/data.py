@@ -127,6 +127,15 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
                 "re-run `grpo prep` (or prep a dataset with worked solutions)"
             )
     conversations, columns = _sft_messages(df, spec)
+    if not conversations:
+        # The real cause, not "too long": DAPO's rows carry no worked solutions (all None), so there is
+        # nothing to warm up on (issue #15).
+        raise GrpoError(
+            f"no worked solutions in {run.data_dir / source} ({len(df)} rows, none with a solution to learn "
+            "the "
+            "format from): re-run `grpo prep` (it adds the stage-1 warm-up set, data/sft.parquet, for a set "
+            "without solutions such as dapo) or `grpo prep openmath-mini`"
+        )
     limit = cfg.max_seq_length // 2  # seed 000: keep examples up to half the context
     if cfg.sft.max_example_tokens:
         limit = min(limit, cfg.sft.max_example_tokens)
@@ -147,9 +156,11 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
         else:
             too_long += 1
     if not texts:
+        capped = cfg.sft.max_example_tokens and limit == cfg.sft.max_example_tokens
+        what = "sft.max_example_tokens" if capped else "max_seq_length/2"
         raise GrpoError(
-            f"no SFT example in {source} fits {limit} tokens (max_seq_length/2, sft.max_example_tokens): "
-            "raise max_seq_length or sft.max_example_tokens"
+            f"none of the {len(conversations)} worked solutions in {source} fits {limit} tokens ({what}; "
+            "sft.max_example_tokens, max_seq_length/2): raise max_seq_length or sft.max_example_tokens"
         )
     info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
     return Dataset.from_list([{"text": t} for t in texts]), info

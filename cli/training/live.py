@@ -27,6 +27,11 @@ from cli.training.rewards import RewardTracker
 HINT_ZERO_STD = (
     "reward std is 0 in every group: no learning signal — run `grpo sft` first or raise --gens/temperature"
 )
+# The same, for a run that already starts from the SFT adapter (or a checkpoint): `grpo sft` is done.
+HINT_ZERO_STD_AFTER_SFT = (
+    "reward std is 0 in every group: no learning signal — every completion scores the same; raise --gens or "
+    "--temperature, or train the format longer (`grpo sft --max-steps N`)"
+)
 HINT_LOSS_ZERO = (
     "loss near 0 is normal in GRPO: advantages are centred within each group; watch the rewards instead"
 )
@@ -91,6 +96,8 @@ def make_callback(
     memory: PhaseMemory | None = None,
     device_peak: DevicePeak | None = None,
     vllm_gib: float | None = None,
+    attempt: int | None = None,
+    from_sft: bool = False,
 ) -> Any:
     """A ``transformers.TrainerCallback`` (built here so the module imports without transformers)."""
     from transformers import TrainerCallback
@@ -105,6 +112,9 @@ def make_callback(
             self.zero_std_streak = 0
             self.first_step = None
             self.rows: list[dict[str, Any]] = []
+            self.ema: float | None = None  # smoothed seconds per step (the first step left out)
+            self.eta: tuple[float, float] | None = None  # (last ETA shown, when)
+            self.folded = 0  # step times already in the average
 
         # -- timing --
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -122,6 +132,26 @@ def make_callback(
                 control.should_save = True
                 control.should_training_stop = True
             return control
+
+        def smoothed_eta(self, remaining: int) -> float | None:
+            """ETA from an exponential average of step times, each new ETA within ½–2× of the last one
+            counted down: GRPO steps vary with completion length (a 100-step CPU run's ETA jumped 2h09 →
+            7m → 47m from raw step times, issue #15). No ETA from the first step alone (it compiles)."""
+            if len(self.step_times) < 2:
+                return None
+            for t in self.step_times[max(1, self.folded):]:
+                self.ema = t if self.ema is None else 0.7 * self.ema + 0.3 * t
+            self.folded = len(self.step_times)
+            if self.ema is None:
+                return None
+            eta = self.ema * max(remaining, 0)
+            now = time.perf_counter()
+            if self.eta is not None and remaining > 0:
+                expected = max(self.eta[0] - (now - self.eta[1]), 0.0)
+                if expected > 0:
+                    eta = min(max(eta, expected / 2), expected * 2)
+            self.eta = (eta, now)
+            return eta
 
         def typical_step(self) -> float | None:
             # The first step carries compilation/warm-up: leave it out once there are others.
@@ -146,6 +176,7 @@ def make_callback(
             total = max_steps or state.max_steps
             row: dict[str, Any] = {
                 "stage": stage,
+                **({"attempt": attempt} if attempt is not None else {}),
                 "step": step,
                 "max_steps": total,
                 "time": round(time.time(), 3),
@@ -155,7 +186,8 @@ def make_callback(
                 row[key] = v if v is not None else value
             row["step_seconds"] = round(self.step_times[-1], 4) if self.step_times else None
             row["mean_step_seconds"] = round(typical, 4) if typical else None
-            row["eta_seconds"] = round(typical * max(total - step, 0), 1) if typical and total else None
+            eta = self.smoothed_eta(total - step) if total else None
+            row["eta_seconds"] = round(eta, 1) if eta is not None else None
             if tracker is not None:
                 taken = tracker.take()
                 row.update(taken)
@@ -217,7 +249,8 @@ def make_callback(
             if zero is not None and zero >= 1.0:
                 # Say it on the first such step, then every 10th in a row (not on every line).
                 if self.zero_std_streak % 10 == 0:
-                    console.print(f"  [yellow]hint:[/] {HINT_ZERO_STD}")
+                    hint = HINT_ZERO_STD_AFTER_SFT if from_sft else HINT_ZERO_STD
+                    console.print(f"  [yellow]hint:[/] {hint}")
                 self.zero_std_streak += 1
             else:
                 self.zero_std_streak = 0

@@ -40,6 +40,58 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return best[1] if best else None
 
 
+# ---- attempts -----------------------------------------------------------------------------------
+# Each `grpo grpo` without --resume is a new attempt: its checkpoints go to
+# <run>/grpo/checkpoints/attempt-<N>/, so an old attempt's checkpoint-16 is never taken for the new one's
+# checkpoint-4 (issue #15), and --resume continues the most recent attempt. Runs made before attempts
+# existed keep their checkpoints directly under checkpoints/: that counts as attempt 1.
+ATTEMPT_ENV = "GRPO_ATTEMPT"  # the parent of `--gpus N` decides the attempt; its ranks read it here
+
+
+def attempts(checkpoints: Path) -> dict[int, Path]:
+    """``{attempt number: its checkpoint folder}``, oldest first."""
+    found: dict[int, Path] = {}
+    if not checkpoints.is_dir():
+        return found
+    if latest_checkpoint(checkpoints) is not None:
+        found[1] = checkpoints  # the flat layout of runs from before attempts
+    for child in checkpoints.iterdir():
+        m = re.fullmatch(r"attempt-(\d+)", child.name)
+        if m and child.is_dir():
+            found[int(m.group(1))] = child
+    return dict(sorted(found.items()))
+
+
+def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | None]:
+    """``(attempt, its checkpoint folder, checkpoint to resume or None)`` for a `grpo grpo` run."""
+    known = attempts(checkpoints)
+    env = os.environ.get(ATTEMPT_ENV, "").strip()
+    if env.isdigit():  # a rank of `--gpus N`: the parent chose (the folder may exist by now)
+        n = int(env)
+        folder = known.get(n, checkpoints / f"attempt-{n}")
+        return n, folder, latest_checkpoint(folder) if resume else None
+    if resume:
+        if not known:
+            raise GrpoError(f"--resume: no checkpoint in {checkpoints}: run `grpo grpo --save-steps N` first")
+        n, folder = next(reversed(known.items()))
+        ckpt = latest_checkpoint(folder)
+        if ckpt is None:
+            older = [k for k, f in known.items() if k < n and latest_checkpoint(f) is not None]
+            hint = (f"; attempt {older[-1]} has one: --resume continues only the most recent attempt"
+                    if older else "")
+            raise GrpoError(f"--resume: the most recent attempt ({n}, {folder}) saved no checkpoint{hint}; "
+                            "start a new attempt with `grpo grpo`")
+        return n, folder, ckpt
+    n = max(known, default=0) + 1
+    return n, checkpoints / f"attempt-{n}", None
+
+
+def next_attempt_from_metrics(run: RunDir, stage: str) -> int:
+    """1 + the highest ``attempt`` of ``stage`` rows in metrics.jsonl (SFT has no checkpoints to count)."""
+    return max((int(r.get("attempt") or 1) for r in run.read_metrics() if r.get("stage") == stage),
+               default=0) + 1
+
+
 def _train(
     trainer: Any,
     run: RunDir,
@@ -100,8 +152,20 @@ def _common_args(
     }
 
 
+def eager_on_cpu_for_tiny(cfg: Any) -> None:
+    """The tiny smoke model on the CPU runs eagerly: Unsloth's torch.compile of it cost 38.7 s on the first
+    GRPO step of a fresh machine (cold inductor cache; then 4.3 s, 0.18 s) against 0.19 s/step eager,
+    same losses (measured here 2026-11-30, G=4 × 64 tokens) — it made the demo's GRPO stage 100 s instead
+    of a few. Real models keep Unsloth's default; ``UNSLOTH_COMPILE_DISABLE`` set by the user wins."""
+    if str(cfg.model) == "tiny" and not backends.cuda_available():
+        os.environ.setdefault("UNSLOTH_COMPILE_DISABLE", "1")
+
+
 # ---- stage 1 ------------------------------------------------------------------------------------
 def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
+    attempt = next_attempt_from_metrics(run, "sft")
+    console.print(f"[dim]sft: loading {backend}, {cfg.model} and the warm-up examples…[/]")
+    eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend)  # before TRL/transformers
     backends.patch_trl_for_cpu(backend)
     from trl import SFTConfig, SFTTrainer
@@ -148,7 +212,9 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)
     quiet_trainer(trainer)
     interrupt = Interrupt()
-    live = make_callback(run, "sft", max_steps=steps if steps > 0 else 0, interrupt=interrupt)
+    live = make_callback(
+        run, "sft", max_steps=steps if steps > 0 else 0, interrupt=interrupt, attempt=attempt
+    )
     trainer.add_callback(live)
     t0 = time.perf_counter()
     _train(
@@ -166,6 +232,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     n = int(trainer.state.global_step)
     summary = {
         "backend": backend,
+        "attempt": attempt,
         "steps": n,
         "train_seconds": round(train_s, 2),
         "load_seconds": round(load_s, 2),
@@ -178,10 +245,33 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     }
     run.log_metrics({"stage": "sft_summary", "time": round(time.time(), 3), **summary})
     console.print(
-        f"sft done: {n} steps in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
+        f"sft done: {_steps(n)} in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
         f"{summary['final_loss']} → adapter {dest}"
     )
     return summary
+
+
+def write_train_png(run: RunDir, reward_names: list[str], cfg: Any) -> str | None:
+    """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib."""
+    from cli.distributed import is_main
+    from cli.plots import current_attempt, train_png
+    from cli.rundir import atomic_write_bytes
+
+    if not is_main():
+        return None
+    rows = current_attempt(run.read_metrics(), "grpo")
+    attempt = rows[-1].get("attempt", 1) if rows else 1
+    png = train_png(rows, reward_names, f"grpo grpo — {run.path.name}, attempt {attempt}, model {cfg.model}, "
+                    f"G={cfg.grpo.gens}")
+    if png is None:
+        return None
+    path = run.logs_dir / "train.png"
+    atomic_write_bytes(path, png)
+    return str(path)
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
 
 
 def _last(trainer: Any, key: str) -> float | None:
@@ -202,7 +292,11 @@ def run_grpo(
     use_vllm: bool,
     resume: Path | None,
     adapter: Path | None,
+    attempt: int = 1,
+    checkpoints: Path | None = None,
 ) -> dict[str, Any]:
+    console.print(f"[dim]grpo: loading {backend}, {cfg.model} and the prompts…[/]")
+    eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
     backends.patch_trl_for_cpu(backend)
     import torch
@@ -242,7 +336,7 @@ def run_grpo(
     if g.report_to == "tensorboard":
         os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
     args = GRPOConfig(
-        **_common_args(cfg, g, model, run.grpo_dir / "checkpoints", g.max_steps, backend),
+        **_common_args(cfg, g, model, checkpoints or run.grpo_dir / "checkpoints", g.max_steps, backend),
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=g.grad_accum,
         num_generations=g.gens,
@@ -270,7 +364,8 @@ def run_grpo(
     console.print(
         f"grpo: {data_info['prompts']} prompts (≤ {max_prompt} tokens) │ backend {backend}"
         f"{vllm_note(g, use_vllm)}{world_note(batch)} │ G={g.gens} batch {batch} │ "
-        f"completions ≤ {max_completion} tokens │ lr {g.learning_rate:g} │ start: {start} │ rewards "
+        f"completions ≤ {max_completion} tokens │ lr {g.learning_rate:g} │ attempt {attempt}, "
+        f"start: {start} │ rewards "
         f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
         soft_wrap=True,
     )
@@ -296,6 +391,8 @@ def run_grpo(
         memory=memory,
         device_peak=device_peak,
         vllm_gib=plan.vllm_gib if plan else None,
+        attempt=attempt,
+        from_sft=adapter is not None or resume is not None,
     )
     trainer.add_callback(live)
     start_step = 0
@@ -335,6 +432,8 @@ def run_grpo(
         "global_batch": global_batch,
         "samples_per_second": round(global_batch / typical, 3) if typical else None,
         "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
+        "attempt": attempt,
+        "checkpoints": str(checkpoints) if checkpoints else None,
         "steps": n,
         "global_step": int(trainer.state.global_step),
         "gens": g.gens,
@@ -361,11 +460,13 @@ def run_grpo(
         "data": data_info,
     }
     run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **summary})
+    summary["plot"] = write_train_png(run, [r.name for r in rewards], cfg)
     peak = memory_note(summary)
     console.print(
-        f"grpo done: {n} steps in {train_s:.1f} s ({summary['seconds_per_step']} s/step, first "
+        f"grpo done: {_steps(n)} (attempt {attempt}) in {train_s:.1f} s "
+        f"({summary['seconds_per_step']} s/step, first "
         f"{summary['first_step_seconds']} s), rewards {100 * (summary['reward_share'] or 0):.2f}% of time"
-        f"{peak} → adapter {dest}"
+        f"{peak} → adapter {dest}" + (f", curves {summary['plot']}" if summary["plot"] else "")
     )
     return summary
 
