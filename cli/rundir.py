@@ -12,6 +12,7 @@ import contextlib
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -73,11 +74,21 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _umask() -> int:
+    """The process umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes 0600 files: give the file the mode open() would (a run directory shared between users
+        # or nodes must stay readable to them).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -104,6 +115,7 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     try:
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes 0700 folders
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -274,9 +286,26 @@ class RunDir:
         if not _is_main():
             return
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(dict(row), default=float) + "\n"
+        # Strict JSON: a NaN or infinite value (a reward gone wrong) is written as null, not NaN/Infinity.
+        line = json.dumps(_finite(dict(row)), default=float, allow_nan=False) + "\n"
         with open(self.metrics_path, "a", encoding="utf-8") as fh:
             fh.write(line)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf) replaced by None, through dicts and lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy / torch scalars
+        try:
+            return _finite(value.item())
+        except (TypeError, ValueError):
+            return value
+    return value
 
 
 def resolve_config(
