@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +33,29 @@ class RewardTracker:
     seconds: float = 0.0
     format_hits: int = 0
     format_total: int = 0
-    warned: set[str] = field(default_factory=set)
+    warned: set[Any] = field(default_factory=set)
+    # reward name -> kind (raised, none, nan, inf) -> scores lost since the last log step
+    problems: dict[str, dict[str, int]] = field(default_factory=dict)
+    # finite scores each reward gave in the batch being scored (all zero: no reward works)
+    batch_finite: list[int] = field(default_factory=list)
+
+    def problem(self, name: str, kind: str, count: int, detail: str = "") -> None:
+        if count <= 0:
+            return
+        kinds = self.problems.setdefault(name, {})
+        kinds[kind] = kinds.get(kind, 0) + count
+        if (name, kind) not in self.warned:
+            self.warned.add((name, kind))  # type: ignore[arg-type]
+            what = {
+                "raised": f"raised {detail}",
+                "none": "returned None",
+                "nan": "returned NaN",
+                "inf": "returned an infinite score",
+            }[kind]
+            err_console.print(
+                f"[yellow]warning:[/] reward {name!r} {what} for {count} completion(s); those scores are "
+                "left out of the advantage (counted per log step as reward_problems/" + name + ")"
+            )
 
     def count_format(self, scores: Sequence[float | None]) -> None:
         self.format_hits += sum(1 for s in scores if s is not None and s > 0)
@@ -43,8 +66,11 @@ class RewardTracker:
             "reward_seconds": round(self.seconds, 4),
             "format_hit_rate": (self.format_hits / self.format_total) if self.format_total else None,
         }
+        for name, kinds in self.problems.items():
+            out[f"reward_problems/{name}"] = sum(kinds.values())
         self.seconds = 0.0
         self.format_hits = self.format_total = 0
+        self.problems = {}
         return out
 
 
@@ -126,7 +152,8 @@ def wrap_rewards(
         except Exception:  # noqa: BLE001 - the hit rate is a nicety: without it the column is null
             watcher = None
     return [
-        _timed(r, tracker, r.name == format_name, watcher if i == 0 else None) for i, r in enumerate(rewards)
+        _timed(r, tracker, r.name == format_name, watcher if i == 0 else None, last=i == len(rewards) - 1)
+        for i, r in enumerate(rewards)
     ]
 
 
@@ -156,8 +183,57 @@ def _batch_dumper() -> Callable[[str, Any, Any, list[float | None]], None] | Non
     return dump
 
 
+def _clean(reward: str, raw: Any, n: int, tracker: RewardTracker) -> list[float | None]:
+    """Scores as floats; None, NaN and ±inf become None (TRL leaves those out) and are counted."""
+    try:
+        values = list(raw)
+    except TypeError:
+        raise GrpoError(
+            f"reward {reward!r} returned {type(raw).__name__}, not a list of scores (one per completion)"
+        ) from None
+    if n and len(values) != n:
+        raise GrpoError(f"reward {reward!r} returned {len(values)} scores for {n} completions")
+    out: list[float | None] = []
+    counts = {"none": 0, "nan": 0, "inf": 0}
+    for v in values:
+        if v is None:
+            counts["none"] += 1
+            out.append(None)
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise GrpoError(f"reward {reward!r} returned {v!r}, not a number") from None
+        if math.isnan(f):
+            counts["nan"] += 1
+            out.append(None)
+        elif math.isinf(f):
+            counts["inf"] += 1
+            out.append(None)
+        else:
+            out.append(f)
+    for kind, count in counts.items():
+        tracker.problem(reward, kind, count)
+    return out
+
+
+def _batch_size(args: Any, kwargs: Any) -> int:
+    completions = kwargs.get("completions")
+    if completions is None and len(args) > 1:
+        completions = args[1]
+    try:
+        return len(completions) if completions is not None else 0
+    except TypeError:
+        return 0
+
+
 def _timed(
-    reward: Reward, tracker: RewardTracker, counts_format: bool, watcher: Callable[..., Any] | None = None
+    reward: Reward,
+    tracker: RewardTracker,
+    counts_format: bool,
+    watcher: Callable[..., Any] | None = None,
+    *,
+    last: bool = False,
 ) -> Callable[..., list[float]]:
     fn = reward.func
     dump = _batch_dumper()
@@ -165,20 +241,26 @@ def _timed(
     @functools.wraps(fn)
     def scored(*args: Any, **kwargs: Any) -> list[float | None]:
         start = time.perf_counter()
+        n = _batch_size(args, kwargs)
+        raised = False
         try:
             raw = fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - a custom reward's bug must not kill the run
-            n = len(kwargs.get("completions") or (args[1] if len(args) > 1 else []))
-            if reward.name not in tracker.warned:
-                tracker.warned.add(reward.name)
-                err_console.print(
-                    f"[yellow]warning:[/] reward {reward.name!r} raised {type(exc).__name__}: {exc}; "
-                    "its score is NaN (ignored) for this batch"
-                )
-            return [None] * n
+            first = str(exc).strip().splitlines()
+            tracker.problem(reward.name, "raised", n, f"{type(exc).__name__}: {first[0] if first else ''}")
+            raised = True
         finally:
             tracker.seconds += time.perf_counter() - start
-        scores = [None if s is None else float(s) for s in raw]
+        scores: list[float | None] = [None] * n if raised else _clean(reward.name, raw, n, tracker)
+        tracker.batch_finite.append(sum(1 for s in scores if s is not None))
+        if last:
+            finite, tracker.batch_finite = tracker.batch_finite, []
+            if n and not any(finite):
+                raise GrpoError(
+                    "no reward gave a score on this batch ("
+                    + ", ".join(f"{r}: {sum(k.values())} lost" for r, k in tracker.problems.items())
+                    + "): fix the reward functions; the run stopped before saving anything"
+                )
         if dump is not None:
             dump(reward.name, args, kwargs, scores)
         if counts_format:
