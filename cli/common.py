@@ -86,6 +86,9 @@ def handle_errors(fn: F) -> F:
             fail(f"{name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else name}{hint}")
         finally:
             undo()
+            from cli.rundir import release_locks
+
+            release_locks()
         return None
 
     return wrapper  # type: ignore[return-value]

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cli.rundir import RunDir, atomic_dir, atomic_write_text
+from cli.rundir import RunDir, atomic_dir, atomic_write_text, release_locks
 
 
 @pytest.fixture
@@ -52,3 +55,44 @@ def test_metrics_stay_strict_json(tmp_path: Path) -> None:
     row = json.loads(run.metrics_path.read_text(), parse_constant=refuse)
     assert row == {"step": 3, "reward": None, "loss": None, "per": {"a": None, "b": [1.5, None]}, "ok": 0.25}
     assert isinstance(row["step"], int)
+
+
+def _holder(run: Path) -> subprocess.Popen:
+    """Another process that holds the run directory, as a running `grpo grpo` does."""
+    code = (
+        "import sys, time; from cli.rundir import RunDir; RunDir(sys.argv[1]).hold('grpo grpo'); "
+        "print('held', flush=True); time.sleep(120)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_one_writer_per_run_directory(runner, tmp_path: Path) -> None:
+    """Issue 11 row 2: two `grpo grpo` on one run both exited 0 with their files mixed. The second now stops
+    with one line naming the holder and changes nothing; a lock left by a killed process is taken over."""
+    from helpers import fails_fast
+
+    run = tmp_path / "run"
+    (run / "data").mkdir(parents=True)
+    (run / "config.yaml").write_text("model: tiny\n")
+    (run / "data" / "train.parquet").write_bytes(b"")  # the checks before the lock only look for it
+    proc = _holder(run)
+    try:
+        before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".grpo.lock"}
+        for args in (
+            ["grpo", "--run", str(run)],
+            ["sft", "--run", str(run)],
+            ["prep", "gsm8k", "--run", str(run)],
+        ):
+            line = fails_fast(runner, args)
+            assert f"is in use by `grpo grpo` (pid {proc.pid}" in line, line
+        after = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".grpo.lock"}
+        assert after == before
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    RunDir(run).hold("grpo sft")  # the dead holder's lock: taken over at once
+    release_locks()
+    RunDir(run).hold("grpo sft")  # and released at the command's end
+    release_locks()

@@ -307,6 +307,7 @@ def eval_(
         if stage != "base":
             inf.load_adapter_tensors(adapters[stage])  # corrupt file: one line before any model loads
     rd.ensure()  # fails with one line when the run directory is not writable
+    rd.hold("grpo eval")
     engine = choose_engine(engine)
 
     base_path = resolve_model(cfg, rd)

@@ -330,6 +330,7 @@ def export(
         }
         dry_run_exit(rd, config, "export", opts)
     inf.require_run(rd)
+    rd.hold("grpo export")
     cfg = inf.run_config(rd, config)
     spec = cfg.format_spec()
     stage, adapter = inf.pick_adapter(rd, source)

@@ -253,6 +253,7 @@ def grpo(
     g = cfg.grpo
     plan = Plan(gpus, num_nodes, node_rank, main_address, deepspeed, fsdp, cpu)
     child = distributed.launched()
+    rd.hold("grpo grpo")  # before anything is said or written: one writer per run directory
     if not plan.wanted:
         note = distributed.one_gpu_per_process()  # before anything asks CUDA about its devices
         if note:

@@ -90,6 +90,8 @@ def prep(
         raise GrpoError("--quantile must be in (0, 1]")
 
     rundir = RunDir(run)
+    if not dry_run:
+        rundir.hold("grpo prep")
     saved = rundir.saved_config() if rundir.path.is_dir() else None
     overrides = {
         "model": model,

@@ -93,6 +93,7 @@ def sft(
     if note:
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
+    rd.hold("grpo sft")
     from cli.training.stages import run_sft
 
     with rd.stage("sft", cfg, backend=chosen) as info:
