@@ -253,7 +253,8 @@ def grpo(
     g = cfg.grpo
     plan = Plan(gpus, num_nodes, node_rank, main_address, deepspeed, fsdp, cpu)
     child = distributed.launched()
-    rd.hold("grpo grpo")  # before anything is said or written: one writer per run directory
+    if not plan.node_rank:  # one writer per run directory; the other nodes of --num-nodes share node 0's
+        rd.hold("grpo grpo")  # before anything is said or written
     if not plan.wanted:
         note = distributed.one_gpu_per_process()  # before anything asks CUDA about its devices
         if note:

@@ -192,7 +192,7 @@ def optimizer_name(requested: str) -> str:
     """``auto``: 8-bit AdamW (seed 000) where bitsandbytes works, i.e. on CUDA; else plain AdamW."""
     if requested != "auto":
         return requested
-    if _sharded():
+    if sharded():
         # bitsandbytes' 8-bit update cannot take FSDP2's DTensor shards (measured on 2 H200s:
         # "got mixed torch.Tensor and DTensor"), and ZeRO partitions the states itself.
         return "adamw_torch"
@@ -338,7 +338,7 @@ def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
-    if torch.cuda.is_available() and not _sharded():
+    if torch.cuda.is_available() and not sharded():
         # One GPU per rank under `grpo grpo --gpus N` (DeepSpeed / FSDP place the shards themselves).
         model = model.to(f"cuda:{local_rank()}")
     model.config.use_cache = False
@@ -361,7 +361,7 @@ def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _sharded() -> bool:
+def sharded() -> bool:
     """Launched under DeepSpeed ZeRO or FSDP (accelerate sets these for the ranks)?"""
     return os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" or (
         os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
@@ -405,7 +405,7 @@ def save_trained_adapter(trainer: Any, model: Any, tokenizer: Any, dest: Path) -
     model's own ``state_dict()`` would save zero-size tensors.
     """
     state = None
-    if _sharded():
+    if sharded():
         state = trainer.accelerator.get_state_dict(trainer.model_wrapped)
     save_adapter(model, tokenizer, dest, state_dict=state)
     barrier()

@@ -27,17 +27,77 @@ from cli.training.rewards import Reward, RewardTracker, wrap_rewards
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
-    """The ``checkpoint-N`` with the highest N that holds an adapter (TRL/transformers layout)."""
+    """The complete ``checkpoint-N`` with the highest N: it holds the adapter and the trainer state (a
+    checkpoint is written under a staging name and renamed when whole: :func:`atomic_checkpoints`)."""
     best: tuple[int, Path] | None = None
     if not folder.is_dir():
         return None
     for child in folder.iterdir():
         m = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        if m and child.is_dir() and (child / "adapter_model.safetensors").exists():
+        if (
+            m
+            and child.is_dir()
+            and (child / "adapter_model.safetensors").exists()
+            and (child / "trainer_state.json").exists()
+        ):
             n = int(m.group(1))
             if best is None or n > best[0]:
                 best = (n, child)
     return best[1] if best else None
+
+
+STAGING = re.compile(r"\.checkpoint-\d+\.partial")
+
+
+def atomic_checkpoints(trainer: Any) -> None:
+    """Make the trainer write each ``checkpoint-N`` under ``.checkpoint-N.partial/`` and rename it into
+    place once every rank has written its part, so a kill at any moment leaves either the whole
+    checkpoint or none (a SIGKILL during a save left a 0-byte adapter_config.json and no trainer state,
+    and --resume picked that checkpoint and failed)."""
+    import shutil
+
+    from cli.distributed import barrier, is_main
+
+    save = trainer._save_checkpoint
+    output_dir = trainer._get_output_dir
+
+    def staged_save(model: Any, trial: Any) -> None:
+        step = int(trainer.state.global_step)
+        parent = Path(output_dir(trial=trial))
+        staging = parent / f".checkpoint-{step}.partial"
+        if is_main():
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+        barrier()
+        trainer._get_output_dir = lambda trial=None: str(staging)
+        try:
+            save(model, trial)
+        finally:
+            trainer._get_output_dir = output_dir
+        barrier()  # every rank has written its files (RNG states, DeepSpeed's optimizer shards)
+        if is_main():
+            final = parent / f"checkpoint-{step}"
+            if final.exists():  # the same step saved again (an interrupt right after a save)
+                shutil.rmtree(final)
+            os.replace(staging / f"checkpoint-{step}", final)
+            shutil.rmtree(staging, ignore_errors=True)
+        barrier()
+
+    trainer._save_checkpoint = staged_save
+
+
+def drop_partial_checkpoints(folder: Path) -> list[str]:
+    """Remove what a killed save left under its staging name (main process); returns their names."""
+    import shutil
+
+    from cli.distributed import is_main
+
+    if not folder.is_dir() or not is_main():
+        return []
+    dropped = [c.name for c in folder.iterdir() if c.is_dir() and STAGING.fullmatch(c.name)]
+    for name in dropped:
+        shutil.rmtree(folder / name, ignore_errors=True)
+    return dropped
 
 
 # ---- attempts -----------------------------------------------------------------------------------
@@ -105,6 +165,10 @@ def _train(
 ) -> None:
     """``trainer.train()`` with Ctrl-C turned into a saved checkpoint and one line."""
     ckpt_dir = Path(trainer.args.output_dir)
+    dropped = drop_partial_checkpoints(ckpt_dir)
+    if dropped:
+        left = ", ".join(sorted(dropped))
+        err_console.print(f"[yellow]note:[/] removed what an interrupted save left: {left}")
     try:
         with interrupt.installed():
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
@@ -118,7 +182,8 @@ def _train(
     if any_rank(interrupt.requested):  # every rank stopped at the same step (see live.py)
         step = int(trainer.state.global_step)
         saved = ckpt_dir / f"checkpoint-{step}"
-        if not saved.exists():
+        if not saved.exists():  # no whole checkpoint for this step: keep the adapter, not a fake checkpoint
+            saved = ckpt_dir / f"interrupted-{step}"
             backends.save_adapter(model, tokenizer, saved)
         err_console.print(f"interrupted at step {step}: checkpoint saved to {saved} — {resume_hint}")
         # A launched rank ends cleanly (torchrun would report a non-zero exit as a crash); the parent
@@ -211,6 +276,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     )
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)
     quiet_trainer(trainer)
+    atomic_checkpoints(trainer)
     interrupt = Interrupt()
     live = make_callback(
         run, "sft", max_steps=steps if steps > 0 else 0, interrupt=interrupt, attempt=attempt
@@ -377,6 +443,7 @@ def run_grpo(
         model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
     )
     quiet_trainer(trainer)
+    atomic_checkpoints(trainer)
     interrupt = Interrupt()
     memory = PhaseMemory()
     memory.wrap(trainer)
@@ -404,16 +471,21 @@ def run_grpo(
                 f"{g.max_steps}: nothing left to train (raise --max-steps)"
             )
     t0 = time.perf_counter()
-    _train(
-        trainer,
-        run,
-        "grpo",
-        model,
-        tokenizer,
-        resume=resume,
-        interrupt=interrupt,
-        resume_hint=f"continue with `grpo grpo --resume --run {run.path}`",
-    )
+    if resume is not None and start_step >= g.max_steps and not backends.sharded():
+        # Nothing to train: the checkpoint's adapter is the result (the trainer would run one more step).
+        backends.load_adapter_weights(model, resume)
+        trainer.state.global_step = start_step
+    else:
+        _train(
+            trainer,
+            run,
+            "grpo",
+            model,
+            tokenizer,
+            resume=resume,
+            interrupt=interrupt,
+            resume_hint=f"continue with `grpo grpo --resume --run {run.path}`",
+        )
     train_s = time.perf_counter() - t0
     device_peak.stop()
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")

@@ -1,0 +1,152 @@
+"""Fault injection: SIGKILL at random moments never leaves a run that cannot go on (issue 11, item 2).
+
+`grpo grpo --save-steps 1` is killed 20 times at random moments after training starts (loading, steps,
+saves) and resumed each time: every `checkpoint-N` left on disk is whole, each resume starts from the last
+whole checkpoint, and the run finishes. `grpo sft` and `grpo export` killed mid-way leave the previous
+adapter / export as they were, and a rerun succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import REPO, assert_adapter, cli_env, fresh_copy, grpo_cli, ok
+
+from cli.training.stages import latest_checkpoint
+
+KILLS = 20
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", *args],
+        cwd=REPO,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _kill_after(proc: subprocess.Popen[str], marker: tuple[str, str], delay: float) -> str:
+    """Read output until a line starts with ``marker[0]`` and holds ``marker[1]`` (the command's own line
+    said just before training or writing), wait ``delay`` s, SIGKILL; returns the output seen."""
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith(marker[0]) and marker[1] in line:
+            break
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)  # no effect if it has already ended
+    rest, _ = proc.communicate(timeout=60)
+    return "".join(seen) + (rest or "")
+
+
+def _export_files(run: Path) -> dict[Path, bytes]:
+    return {p.relative_to(run): p.read_bytes() for p in (run / "export").rglob("*") if p.is_file()}
+
+
+def _checkpoints(run: Path) -> list[Path]:
+    return sorted((run / "grpo" / "checkpoints").glob("attempt-*/checkpoint-*"))
+
+
+def _whole(ckpt: Path) -> None:
+    """A checkpoint on disk under its final name is complete: adapter, config and trainer state."""
+    step = int(ckpt.name.rpartition("-")[2])
+    assert json.loads((ckpt / "trainer_state.json").read_text())["global_step"] == step, ckpt
+    assert json.loads((ckpt / "adapter_config.json").read_text())["r"] > 0, ckpt
+    assert (ckpt / "adapter_model.safetensors").stat().st_size > 0, ckpt
+
+
+@pytest.mark.slow
+def test_grpo_killed_twenty_times_resumes_and_finishes(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
+    steps = 150
+    base = [
+        "grpo",
+        "--run",
+        str(run),
+        "--backend",
+        "hf",
+        "--gens",
+        "2",
+        "--max-steps",
+        str(steps),
+        "--save-steps",
+        "1",
+        "--max-completion-length",
+        "8",
+    ]
+    rng = random.Random(7)
+    resumed_from: list[str] = []
+    for _ in range(KILLS):
+        last = None
+        for attempt in sorted(
+            (run / "grpo" / "checkpoints").glob("attempt-*"), key=lambda p: int(p.name[8:])
+        ):
+            last = latest_checkpoint(attempt) or last
+        args = [*base, "--resume"] if last is not None else base
+        out = _kill_after(_start(*args), ("grpo:", "start:"), rng.uniform(0.0, 3.0))
+        if last is not None:
+            banner = next((ln for ln in out.splitlines() if ln.startswith("grpo:") and "start:" in ln), "")
+            assert f"start: checkpoint {last.name}" in banner, out[-3000:]
+            resumed_from.append(last.name)
+        for ckpt in _checkpoints(run):
+            _whole(ckpt)
+        assert "Traceback" not in out, out[-3000:]
+    # The last resume runs to the end.
+    proc = grpo_cli(*base, "--resume", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert_adapter(run / "grpo" / "adapter")
+    assert len(resumed_from) >= KILLS - 2  # only a kill before the first save leaves nothing to resume
+    assert len(set(resumed_from)) > 5  # the kills fell at many different steps
+    last_attempt = max((run / "grpo" / "checkpoints").glob("attempt-*"), key=lambda p: int(p.name[8:]))
+    assert latest_checkpoint(last_attempt).name == f"checkpoint-{steps}"  # not one step more
+    assert "Traceback" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_sft_and_export_killed_keep_the_previous_result(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
+    ok(grpo_cli("sft", "--run", str(run), "--backend", "hf", "--max-steps", "2"))
+    adapter = run / "sft" / "adapter"
+    before = (adapter / "adapter_model.safetensors").read_bytes()
+    rng = random.Random(3)
+    for _ in range(3):
+        _kill_after(
+            _start("sft", "--run", str(run), "--backend", "hf", "--max-steps", "30"),
+            ("sft:", "format examples"),
+            rng.uniform(0.0, 4.0),
+        )
+        assert (adapter / "adapter_model.safetensors").read_bytes() == before  # untouched or whole
+        assert_adapter(adapter)
+    ok(
+        grpo_cli(
+            "export", "--run", str(run), "--source", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
+        )
+    )
+    exported = _export_files(run)
+    for _ in range(3):
+        proc = _start(
+            "export", "--run", str(run), "--source", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
+        )
+        _kill_after(proc, ("", ""), rng.uniform(0.0, 3.0))
+        now = _export_files(run)
+        # Killed or not, the export is whole: the previous one, or (the kill came after its last write) a new
+        # one of the same adapter, whose artifacts are the same bytes and whose verify.json lists them.
+        report = Path("export/verify.json")
+        assert {k: v for k, v in now.items() if k != report} == {
+            k: v for k, v in exported.items() if k != report
+        }
+        for artifact in json.loads(now[report])["artifacts"]:
+            assert Path(artifact["path"]).exists()
+    ok(grpo_cli("sft", "--run", str(run), "--backend", "hf", "--max-steps", "2"))
+    assert_adapter(adapter)
