@@ -220,6 +220,7 @@ def _checkpoint(run: Path, step: int, *, deepspeed: bool) -> Path:
     ckpt = run / "grpo" / "checkpoints" / f"checkpoint-{step}"
     ckpt.mkdir(parents=True)
     (ckpt / "adapter_model.safetensors").write_bytes(b"")
+    (ckpt / "trainer_state.json").write_text("{}")
     (ckpt / ("global_step2" if deepspeed else "optimizer.pt")).mkdir()
     return ckpt
 

@@ -293,7 +293,11 @@ def test_latest_checkpoint_picks_the_highest_step(tmp_path: Path) -> None:
     for n in (2, 10, 9):
         (tmp_path / f"checkpoint-{n}").mkdir()
         (tmp_path / f"checkpoint-{n}" / "adapter_model.safetensors").write_bytes(b"x")
+        (tmp_path / f"checkpoint-{n}" / "trainer_state.json").write_text("{}")
     (tmp_path / "checkpoint-11").mkdir()  # no adapter inside: half-written, skipped
+    (tmp_path / "checkpoint-12").mkdir()  # an adapter but no trainer state: not whole, skipped
+    (tmp_path / "checkpoint-12" / "adapter_model.safetensors").write_bytes(b"x")
+    (tmp_path / ".checkpoint-13.partial").mkdir()  # a save in progress or killed: never a checkpoint
     assert latest_checkpoint(tmp_path).name == "checkpoint-10"
 
 
@@ -412,6 +416,7 @@ def _ckpt(folder: Path, step: int) -> Path:
     path = folder / f"checkpoint-{step}"
     path.mkdir(parents=True)
     (path / "adapter_model.safetensors").write_bytes(b"x")
+    (path / "trainer_state.json").write_text("{}")
     return path
 
 
