@@ -15,6 +15,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from cli.training.live import _num  # the live view's reading of a metrics value: finite float or None
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend, or None when matplotlib is not installed."""
@@ -42,12 +44,6 @@ def wrap_label(label: str, width: int = 14) -> str:
     return "\n".join(textwrap.wrap(label, width, break_on_hyphens=False)) or label
 
 
-def _num(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def current_attempt(rows: Sequence[dict[str, Any]], stage: str = "grpo") -> list[dict[str, Any]]:
