@@ -75,7 +75,15 @@ def file_sha256(path: Path) -> str:
 
 
 def _umask() -> int:
-    """The process umask (read by setting it and putting it back at once)."""
+    """The process umask, read without changing it (Linux: /proc/self/status). Setting it and putting it
+    back, the only portable way, would briefly change the mode of files other threads create."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
