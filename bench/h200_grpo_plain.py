@@ -57,6 +57,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-vllm", action="store_true", help="HF generate even when vLLM is installed")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.6)
     p.add_argument("--force-length", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument(
+        "--phases",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time generation, weight hand-off, rewards, log-prob passes and backward per step",
+    )
     p.add_argument("--gradient-checkpointing", default="unsloth")
     p.add_argument("--out", type=Path, default=Path("outputs/bench_grpo_plain"))
     return p.parse_args(argv)
@@ -176,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     steps: list[dict] = []
+    # The same phase clock as `grpo grpo` (cli/training/phases.py): it only times, it changes nothing.
+    sys.path.insert(0, str(REPO))
+    from cli.training.phases import PhaseTimes
+
+    phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer) if args.phases else None
 
     class Timer(TrainerCallback):
         def __init__(self) -> None:
@@ -190,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                 "reward_s": round(reward_time[0] - self.r, 4),
                 "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None,
             }
+            if phases is not None:
+                row.update(phases.take())
             self.t, self.r = now, reward_time[0]
             steps.append(row)
             print(json.dumps(row), flush=True)
@@ -227,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         "reward_share": round(reward_time[0] / total, 5) if total > 0 else None,
         "train_s": round(total, 1),
         "gpu": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "phases_median": {
+            k: round(statistics.median(r[k] for r in steps[1:] if k in r), 4)
+            for k in sorted({k for r in steps[1:] for k in r if k.startswith("phase_")})
+        },
     }
     print(json.dumps(summary), flush=True)
     return 0

@@ -8,7 +8,9 @@
 #   plain  bench/h200_grpo_plain.py, vLLM at auto's share (the same engine settings as `auto`)
 # nvidia-smi samples the GPU's memory during each run (<name>_smi.csv): what the card really held.
 # Needs vLLM importable (shared/tools/vllm-bundle.sh), Unsloth/TRL on PYTHONPATH, py_rewards built.
+#   eval   grpo eval --engine vllm of base and the first auto run's adapter (64 prompts)
 # Usage (GPU machine, repo root): [ORDER='off auto u06 plain'] [STEPS=5] bash bench/h200_vllm_run.sh OUTDIR
+# Same-call overhead: ORDER='plain auto plain auto eval' STEPS=6  (SMI_GPU: the nvidia-smi index to sample; nvidia-smi ignores CUDA_VISIBLE_DEVICES)
 set -uo pipefail
 out=${1:?usage: h200_vllm_run.sh OUTDIR}; steps=${STEPS:-5}
 mkdir -p "$out"
@@ -17,28 +19,35 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 python3 -c "import torch, transformers, trl, peft, vllm; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'vllm', vllm.__version__)" 2>&1 | tail -1 | tee -a "$out/gpu.txt"
 [ -d /tmp/q4b ] || python3 bench/make_random_model.py --out /tmp/q4b 2>&1 | tail -1
 rm -rf /tmp/vruns
-python3 -m cli prep gsm8k --run /tmp/vruns/off --model /tmp/q4b --limit 400 --eval-size 8 2>&1 | tail -1
-for n in auto u06; do cp -r /tmp/vruns/off /tmp/vruns/$n; done
+python3 -m cli prep gsm8k --run /tmp/vruns/base --model /tmp/q4b --limit 400 --eval-size 8 2>&1 | tail -1
 printf 'grpo:\n  gpu_memory_utilization: 0.6\n' > /tmp/vruns/u06.yaml
 common=(--gens 8 --max-completion-length 1024 --max-steps "$steps" --save-steps 0)
-sample() { nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 250 > "$out/$1_smi.csv" & echo $!; }
+sample() { nvidia-smi -i "${SMI_GPU:-0}" --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 250 > "$out/$1_smi.csv" & echo $!; }
+declare -A seen=()
+# A name may repeat (ORDER='plain auto plain auto': interleaved repeats); the k-th run of NAME is NAME<k>
+# from its second run on, each in a fresh copy of the prepped run.
 for name in ${ORDER:-off auto u06 plain}; do
-  s=$(date +%s); smi=$(sample "$name")
+  seen[$name]=$(( ${seen[$name]:-0} + 1 )); tag=$name; [ "${seen[$name]}" -gt 1 ] && tag=$name${seen[$name]}
+  rm -rf "/tmp/vruns/$tag"; cp -r /tmp/vruns/base "/tmp/vruns/$tag"
+  s=$(date +%s); smi=$(sample "$tag")
   case $name in
-    off) timeout 300 python3 -m cli grpo --run /tmp/vruns/off "${common[@]}" --vllm off > "$out/off.log" 2>&1 ;;
-    auto) timeout 300 python3 -m cli grpo --run /tmp/vruns/auto "${common[@]}" --vllm on > "$out/auto.log" 2>&1 ;;
-    u06) timeout 300 python3 -m cli grpo --run /tmp/vruns/u06 "${common[@]}" --vllm on --config /tmp/vruns/u06.yaml \
-           > "$out/u06.log" 2>&1 ;;
+    off) timeout 300 python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm off > "$out/$tag.log" 2>&1 ;;
+    auto) timeout 300 python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm on > "$out/$tag.log" 2>&1 ;;
+    u06) timeout 300 python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm on --config /tmp/vruns/u06.yaml \
+           > "$out/$tag.log" 2>&1 ;;
     plain)
-      util=$(python3 -c "import json; print([json.loads(l) for l in open('/tmp/vruns/auto/logs/metrics.jsonl') if 'grpo_summary' in l][-1]['vllm_gpu_memory_utilization'])" 2>/dev/null || echo 0.1)
+      util=$(python3 -c "import json; print([json.loads(l) for l in open('/tmp/vruns/auto/logs/metrics.jsonl') if 'grpo_summary' in l][-1]['vllm_gpu_memory_utilization'])" 2>/dev/null || echo "${PLAIN_UTIL:-0.0894}")
       UNSLOTH_VLLM_STANDBY=1 UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1 timeout 300 python3 bench/h200_grpo_plain.py \
         --model /tmp/q4b --steps "$steps" --gens 8 --completion-len 1024 --gpu-memory-utilization "$util" \
-        --out /tmp/plain > "$out/plain.log" 2>&1 ;;
+        --out /tmp/plain > "$out/$tag.log" 2>&1 ;;
+    eval)  # grpo eval through vLLM on the Qwen3-shaped model: base and the GRPO adapter of the first auto run
+      timeout 300 python3 -m cli eval --run /tmp/vruns/auto --models base,grpo --limit 64 --max-new-tokens 128 \
+        --engine vllm > "$out/$tag.log" 2>&1 ;;
   esac
   rc=$?; kill "$smi" 2>/dev/null
-  peak=$(sort -t, -k2 -n "$out/${name}_smi.csv" | tail -1 | cut -d, -f2)
-  echo "$name: exit $rc in $(( $(date +%s) - s )) s, nvidia-smi peak ${peak:-?} MiB"
-  grep -E '^(grpo (done|[0-9]|: vLLM)|error|\{"s_per_step)' "$out/$name.log" | tail -n 3 | cut -c1-400
-  [ -f /tmp/vruns/$name/logs/metrics.jsonl ] && cp /tmp/vruns/$name/logs/metrics.jsonl "$out/${name}_metrics.jsonl"
+  peak=$(sort -t, -k2 -n "$out/${tag}_smi.csv" | tail -1 | cut -d, -f2)
+  echo "$tag: exit $rc in $(( $(date +%s) - s )) s, nvidia-smi peak ${peak:-?} MiB"
+  grep -E '^(grpo (done|[0-9]|: vLLM)|error|\{"s_per_step|.*engine)' "$out/$tag.log" | tail -n 3 | cut -c1-400
+  [ "$name" != eval ] && [ -f "/tmp/vruns/$tag/logs/metrics.jsonl" ] && cp "/tmp/vruns/$tag/logs/metrics.jsonl" "$out/${tag}_metrics.jsonl"
 done
 true

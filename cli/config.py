@@ -102,6 +102,8 @@ class GRPOConfig:
     epsilon_high: float | None = None  # None: same as epsilon; DAPO paper: 0.28
     mask_truncated_completions: bool = False  # DAPO paper: true (truncated completions get no loss)
     scale_rewards: str = "group"
+    # token: per-token importance ratio (PPO/GRPO); sequence: GSPO, one length-normalised ratio per completion
+    importance_sampling_level: str = "token"
     batch_size: int | None = None  # per-device prompts*gens; None -> gens (one prompt per step)
     grad_accum: int = 1
     max_prompt_length: int | None = None  # None -> prep's p90 cut
@@ -452,6 +454,12 @@ def _check_ranges(cfg: Config) -> None:
         ("grpo.save_steps", g.save_steps, g.save_steps >= 0, "0 (no checkpoints) or more"),
         ("grpo.logging_steps", g.logging_steps, g.logging_steps >= 1, "at least 1"),
         ("grpo.max_grad_norm", g.max_grad_norm, g.max_grad_norm > 0, "positive"),
+        (
+            "grpo.importance_sampling_level",
+            g.importance_sampling_level,
+            g.importance_sampling_level in ("token", "sequence"),
+            "token or sequence",
+        ),
         (
             "grpo.max_completion_length",
             g.max_completion_length,

@@ -22,6 +22,7 @@ from cli.distributed import any_rank
 from cli.rundir import RunDir
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory
+from cli.training.phases import PhaseTimes
 from cli.training.rewards import RewardTracker
 
 HINT_ZERO_STD = (
@@ -94,6 +95,7 @@ def make_callback(
     reward_names: list[str] | None = None,
     quiet: bool = False,
     memory: PhaseMemory | None = None,
+    phases: PhaseTimes | None = None,
     device_peak: DevicePeak | None = None,
     vllm_gib: float | None = None,
     attempt: int | None = None,
@@ -199,6 +201,8 @@ def make_callback(
                 row["generation_share"] = round(gen / window, 4) if window > 0 else None
                 row["train_peak_gib"] = memory.train_peak_gib
                 row["train_extra_gib"] = memory.train_extra_gib
+            if phases is not None:
+                row.update(phases.take())
             if vllm_gib is not None:
                 row["vllm_gib"] = vllm_gib
             if device_peak is not None:

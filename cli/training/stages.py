@@ -23,6 +23,7 @@ from cli.training import backends
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory, VllmPlan, model_shape, plan_vllm
 from cli.training.live import Interrupt, make_callback, quiet_trainer
+from cli.training.phases import PhaseTimes
 from cli.training.rewards import Reward, RewardTracker, wrap_rewards
 
 
@@ -421,6 +422,7 @@ def run_grpo(
         epsilon_high=g.epsilon if g.epsilon_high is None else g.epsilon_high,
         mask_truncated_completions=bool(g.mask_truncated_completions),
         scale_rewards=g.scale_rewards,
+        importance_sampling_level=g.importance_sampling_level,
         reward_weights=[r.weight for r in rewards],
         max_grad_norm=g.max_grad_norm,
         report_to=g.report_to,
@@ -447,6 +449,7 @@ def run_grpo(
     interrupt = Interrupt()
     memory = PhaseMemory()
     memory.wrap(trainer)
+    phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer)
     device_peak = DevicePeak().start()
     live = make_callback(
         run,
@@ -456,6 +459,7 @@ def run_grpo(
         interrupt=interrupt,
         reward_names=[r.name for r in rewards],
         memory=memory,
+        phases=phases,
         device_peak=device_peak,
         vllm_gib=plan.vllm_gib if plan else None,
         attempt=attempt,
@@ -551,6 +555,7 @@ OBJECTIVE_KEYS = (
     "epsilon_high",
     "mask_truncated_completions",
     "scale_rewards",
+    "importance_sampling_level",
 )
 
 
