@@ -20,8 +20,8 @@ def _no_flag_metavar() -> None:
     as if it took a value (issue #15): a flag shows no type."""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "_grpo", False):
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_grpo", False):  # other typer releases: nothing to correct
         return
 
     def display_type_rich(self: TyperOption, ctx: object) -> str | None:
