@@ -110,7 +110,9 @@ def smooth(values: list[float], k: int = 10) -> list[float]:
     return out
 
 
-def plot(runs: list[list[dict]], names: list[str], png: Path) -> None:
+def plot(
+    runs: list[list[dict]], names: list[str], png: Path, per_step: str = "64 completions = 8 prompts x G=8"
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -132,7 +134,7 @@ def plot(runs: list[list[dict]], names: list[str], png: Path) -> None:
             line = ax.plot(steps, vals, alpha=0.25, linewidth=0.8)[0]
             ax.plot(steps, smooth(vals), color=line.get_color(), linewidth=1.8, label=name)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("GRPO step (64 completions = 8 prompts x G=8)")
+        ax.set_xlabel(f"GRPO step ({per_step})")
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=9)
     fig.suptitle("Gemma-3-270M GRPO on GSM8K, one H200, vLLM rollouts (thin: per step; thick: 10-step mean)")
@@ -140,11 +142,60 @@ def plot(runs: list[list[dict]], names: list[str], png: Path) -> None:
     fig.savefig(png, dpi=110)
 
 
+def levers(root: Path, first: dict[str, list[dict]], png: Path | None) -> dict:
+    """Round 2 (pass-rate filter, G=16, lr 5e-6): SFT and GRPO scored in one eval call, paired."""
+    cps: dict[str, list[dict]] = {}
+    for row in load(root / "eval_samples.jsonl.gz"):
+        cps.setdefault(row["checkpoint"], []).append(row)
+    if [r["question"] for r in cps["grpo"]] != [r["question"] for r in cps["sft"]]:
+        raise SystemExit("levers: prompts differ between SFT and GRPO")
+    out: dict = {
+        "checkpoints": {f"{k}_levers": summary(v) for k, v in cps.items()},
+        "grpo_minus_sft": paired(cps["sft"], cps["grpo"]),
+        "grpo_levers_minus_round1_sft": paired(first["sft"], cps["grpo"]),
+        "filter": json.loads((root / "passrate.json").read_text()),
+    }
+    rows = curves(root / "metrics.jsonl")[-1]
+
+    def avg(key: str, part: list[dict]) -> float:
+        return round(sum(float(r.get(key) or 0) for r in part) / len(part), 4)
+
+    keys = (*KEYS, "rewards/check_answer_accuracy/mean")
+    head, tail = rows[:20], rows[-20:]
+    out["training"] = {
+        "steps": len(rows),
+        "median_step_seconds": sorted(r["step_seconds"] for r in rows[1:])[len(rows[1:]) // 2],
+        **{f"first20_{k}": avg(k, head) for k in keys},
+        **{f"last20_{k}": avg(k, tail) for k in keys},
+    }
+    print("\nRound 2 (pass-rate filter, G=16, lr 5e-6):")
+    for key, s in out["checkpoints"].items():
+        print(
+            f"| {key} | {s['format_pct']:.1f} [{s['format_ci95'][0]:.1f}, {s['format_ci95'][1]:.1f}] | "
+            f"{s['accuracy_pct']:.2f} [{s['accuracy_ci95'][0]:.2f}, {s['accuracy_ci95'][1]:.2f}] | "
+            f"{s['mean_reward']:.3f} [{s['mean_reward_ci95'][0]:.3f}, {s['mean_reward_ci95'][1]:.3f}] | "
+            f"{s['mean_completion_tokens']:.0f} |"
+        )
+    for label in ("grpo_minus_sft", "grpo_levers_minus_round1_sft"):
+        d = out[label]
+        cells = [
+            f"{d[k]['diff']:+.3f} [{d[k]['ci95'][0]:+.3f}, {d[k]['ci95'][1]:+.3f}]"
+            for k in ("mean_reward", "accuracy", "format")
+        ]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print(json.dumps(out["training"], indent=1))
+    if png:
+        plot([rows], ["pass-rate filter, G=16, lr 5e-6"], png, per_step="128 completions = 8 prompts x G=16")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("root", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--png", type=Path)
+    p.add_argument("--levers", type=Path, help="the second round's folder (bench/h200_learning_levers.sh)")
+    p.add_argument("--levers-png", type=Path)
     args = p.parse_args(argv)
     cps = checkpoints(args.root)
     result: dict = {"checkpoints": {k: summary(v) for k, v in cps.items()}, "vs_sft": {}}
@@ -164,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     names = ["lr 2e-5 (stopped at 220)", "lr 5e-6 (150 steps)"]
     result["training"] = {}
     for rows, name in zip(runs, names, strict=True):
+
         def avg(key: str, part: list[dict]) -> float:
             return round(sum(float(r.get(key) or 0) for r in part) / len(part), 4)
 
@@ -200,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(json.dumps(result["training"], indent=1))
     print(f"SFT repeat: {same}/{len(first)} identical greedy completions across two vLLM eval calls")
+    if args.levers:
+        result["levers"] = levers(args.levers, cps, args.levers_png)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.png:

@@ -49,6 +49,7 @@ SEED000_OBJECTIVE = {
     "epsilon_high": 0.2,
     "mask_truncated_completions": False,
     "scale_rewards": "group",
+    "importance_sampling_level": "token",
 }
 
 
@@ -156,6 +157,11 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     rows = [r for r in metrics(run) if r["stage"] == "grpo"]
     assert len(rows) == 2
     assert "rewards/match_format_exactly/mean" in rows[0] and "rewards/check_answer_accuracy/mean" in rows[0]
+    # Where each step's time went (cli/training/phases.py): generation inside the rollout, the loss, backward.
+    for row in rows:
+        phases = {k: row[k] for k in row if k.startswith("phase_")}
+        assert {"phase_rollout_s", "phase_generate_s", "phase_rewards_s", "phase_loss_s"} <= set(phases), phases
+        assert 0 < phases["phase_generate_s"] <= phases["phase_rollout_s"] <= phases["phase_train_step_s"]
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
     assert summary["backend"] == "hf"
     assert summary["rewards"] == {"match_format_exactly": 2.0, "check_answer_accuracy": 0.5}

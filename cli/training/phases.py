@@ -7,10 +7,11 @@ so they are inclusive times, not a partition:
 
 - ``rollout``    ``_generate_and_score_completions``: everything before the loss (the next three, plus
                  tokenising, the old log-prob pass of the importance-sampling correction, advantages);
-- ``generate``   the vLLM engine's ``generate`` (prefill + decode of the whole generation batch), or the
-                 HF model's ``generate`` without vLLM;
+- ``generate``   TRL's vLLM generation step (``vllm_generation.generate``: weight hand-off, standby
+                 wake/sleep, prefill + decode), or the HF model's ``generate`` without vLLM;
+- ``decode``     the vLLM engine's own ``generate`` (prefill + decode of the whole generation batch);
 - ``wake_sleep`` vLLM standby: releasing and re-mapping the KV cache around each generation;
-- ``weight_sync`` handing the current LoRA weights to vLLM (Unsloth ``load_lora``, TRL's sync);
+- ``weight_sync`` handing the current weights to vLLM (Unsloth ``load_lora``, TRL's ``sync_weights``);
 - ``rewards``    ``_calculate_rewards`` (all reward functions);
 - ``logprobs``   every ``_get_per_token_logps_and_entropies`` call (the old-policy pass in the rollout and
                  the forward of the loss);
@@ -39,8 +40,15 @@ TRAINER_PHASES: tuple[tuple[str, str], ...] = (
     ("weight_sync", "_unsloth_load_lora"),
     ("weight_sync", "_move_model_to_vllm"),
 )
-ENGINE_PHASES: tuple[tuple[str, str], ...] = (
+# TRL >= 1.x keeps vLLM behind ``trainer.vllm_generation`` (its ``.llm`` is the engine; Unsloth's
+# fast_inference puts its own engine there); older TRL and Unsloth's patched trainers use ``trainer.llm``.
+GENERATION_PHASES: tuple[tuple[str, str], ...] = (
     ("generate", "generate"),
+    ("weight_sync", "sync_weights"),
+    ("weight_sync", "_unsloth_load_lora"),
+)
+ENGINE_PHASES: tuple[tuple[str, str], ...] = (
+    ("decode", "generate"),
     ("wake_sleep", "wake_up"),
     ("wake_sleep", "sleep"),
 )
@@ -95,11 +103,17 @@ class PhaseTimes:
     def wrap(self, trainer: Any) -> PhaseTimes:
         for phase, name in TRAINER_PHASES:
             self.wrap_attr(trainer, name, phase)
-        engine = getattr(trainer, "llm", None)
-        if engine is not None:
+        holder = getattr(trainer, "vllm_generation", None)
+        if holder is not None:
+            for phase, name in GENERATION_PHASES:
+                self.wrap_attr(holder, name, phase)
+        engines = {
+            id(e): e for e in (getattr(trainer, "llm", None), getattr(holder, "llm", None)) if e is not None
+        }
+        for engine in engines.values():
             for phase, name in ENGINE_PHASES:
                 self.wrap_attr(engine, name, phase)
-        else:
+        if not engines:
             model = getattr(trainer, "model", None)
             if model is not None:
                 self.wrap_attr(model, "generate", "generate")
