@@ -43,7 +43,10 @@ def test_yaml_strings_that_are_numbers_become_numbers(tmp_path: Path) -> None:
         ({"grpo.learning_rate": -1e-5}, "config 'grpo.learning_rate' must be positive"),
         ({"grpo.temperature": 0}, "config 'grpo.temperature' must be positive, not 0.0"),
         ({"grpo.min_p": 1.5}, "config 'grpo.min_p' must be in [0, 1]"),
-        ({"grpo.importance_sampling_level": "seq"}, "config 'grpo.importance_sampling_level' must be token or sequence"),
+        (
+            {"grpo.importance_sampling_level": "seq"},
+            "config 'grpo.importance_sampling_level' must be token or sequence",
+        ),
         ({"sft.max_steps": 0}, "config 'sft.max_steps' is 0: set sft.epochs"),
         ({"lora.dropout": 1}, "config 'lora.dropout' must be in [0, 1)"),
     ],

@@ -160,7 +160,8 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     # Where each step's time went (cli/training/phases.py): generation inside the rollout, the loss, backward.
     for row in rows:
         phases = {k: row[k] for k in row if k.startswith("phase_")}
-        assert {"phase_rollout_s", "phase_generate_s", "phase_rewards_s", "phase_loss_s"} <= set(phases), phases
+        wanted = {"phase_rollout_s", "phase_generate_s", "phase_rewards_s", "phase_loss_s"}
+        assert wanted <= set(phases), phases
         assert 0 < phases["phase_generate_s"] <= phases["phase_rollout_s"] <= phases["phase_train_step_s"]
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
     assert summary["backend"] == "hf"
