@@ -130,6 +130,3 @@ BackendOpt = Annotated[
                  rich_help_panel="Model"),
 ]
 
-
-def python_exe() -> str:
-    return sys.executable

@@ -19,6 +19,10 @@ import yaml
 
 from cli.common import GrpoError
 
+# Seed 000's random seed (``random_state = 3407``): the default of every seeded step (data split, LoRA init,
+# sampling, the tiny model's weights).
+SEED = 3407
+
 SEED_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -43,7 +47,7 @@ class PrepConfig:
     eval_size: int = 50  # held-out prompts for `grpo eval` / export verification
     prompt_quantile: float = 0.9  # seed 000: keep prompts up to the 90th-percentile token length
     keep_non_numeric: bool = False  # seed 000 keeps numeric answers only; MATH-style answers need this
-    seed: int = 3407
+    seed: int = SEED
 
 
 @dataclass
@@ -123,7 +127,7 @@ class Config:
     backend: str = "auto"  # auto|unsloth|hf
     format: Any = "seed000"  # preset name or a mapping of FormatSpec fields
     preset: str | None = None
-    seed: int = 3407
+    seed: int = SEED
     max_seq_length: int = 2048
     load_in_4bit: bool = False
     dtype: str = "auto"

@@ -57,23 +57,21 @@ class HubDataset:
     split: str
     purpose: str = "grpo"  # grpo: train/eval prompts; sft: format warm-up examples (sft.parquet)
     sample: str | None = None  # bundled fallback in cli/data/samples when the hub is unreachable
-    note: str = ""
 
 
 DATASETS: dict[str, HubDataset] = {
-    # Seed 000 Stage 2. The "en" config is the English subset of the processed DAPO set.
-    "dapo": HubDataset("dapo", "open-r1/DAPO-Math-17k-Processed", "en", "train", sample="dapo_math.parquet",
-                       note="seed 000 GRPO set; answers parsed with parse_dapo"),
-    "gsm8k": HubDataset("gsm8k", "openai/gsm8k", "main", "train", sample="gsm8k_train.jsonl",
-                        note="grade-school math, '#### N' answers"),
-    "math": HubDataset("math", "HuggingFaceH4/MATH-500", None, "test", sample="math500.jsonl",
-                       note="MATH500; mostly non-numeric answers (see --keep-non-numeric)"),
+    # Seed 000 Stage 2. The "en" config is the English subset of the processed DAPO set; answers are
+    # parsed with parse_dapo. gsm8k: '#### N' answers. math: MATH500, mostly non-numeric answers
+    # (--keep-non-numeric).
+    "dapo": HubDataset("dapo", "open-r1/DAPO-Math-17k-Processed", "en", "train", sample="dapo_math.parquet"),
+    "gsm8k": HubDataset("gsm8k", "openai/gsm8k", "main", "train", sample="gsm8k_train.jsonl"),
+    "math": HubDataset("math", "HuggingFaceH4/MATH-500", None, "test", sample="math500.jsonl"),
     # Seed 000 Stage 1: the SFT format warm-up set.
     # Offline: GSM8K's worked solutions (numeric answers) stand in (no OpenMathReasoning sample is public).
     "openmath-mini": HubDataset("openmath-mini", "unsloth/OpenMathReasoning-mini", None, "cot", purpose="sft",
-                                sample="gsm8k_train.jsonl", note="seed 000 SFT warm-up set -> sft.parquet"),
+                                sample="gsm8k_train.jsonl"),
     # Seed 001.
-    "openr1": HubDataset("openr1", "open-r1/OpenR1-Math-220k", None, "train", note="seed 001 set"),
+    "openr1": HubDataset("openr1", "open-r1/OpenR1-Math-220k", None, "train"),
 }
 
 
@@ -93,12 +91,10 @@ class Loaded:
 
     records: list[Any]
     source: str  # a path, "hub:<repo>" or "bundled:<file>"
-    origin: str  # file | hub | bundled
     sha256: str | None = None
     bad: Counter = field(default_factory=Counter)  # rows unreadable at load time (bad JSON lines)
     rows_read: int = 0
     fingerprint: str | None = None
-    note: str | None = None
 
 
 def read_file(path: Path, limit: int | None = None) -> Loaded:
@@ -151,7 +147,7 @@ def _read_jsonl(path: Path, limit: int | None) -> Loaded:
                 first_error = first_error or f"line {n}: {exc.msg}"
     if n and not records:
         raise GrpoError(f"cannot read {path}: no line is valid JSON ({first_error}); is it JSON Lines?")
-    return Loaded(records, str(path), "file", bad=bad, rows_read=n)
+    return Loaded(records, str(path), bad=bad, rows_read=n)
 
 
 def _read_json(path: Path, limit: int | None) -> Loaded:
@@ -169,7 +165,7 @@ def _read_json(path: Path, limit: int | None) -> Loaded:
         raise GrpoError(f"cannot read {path}: expected a JSON array of rows")
     if limit is not None:
         data = data[:limit]
-    return Loaded(data, str(path), "file", rows_read=len(data))
+    return Loaded(data, str(path), rows_read=len(data))
 
 
 def _read_parquet(path: Path, limit: int | None) -> Loaded:
@@ -196,7 +192,7 @@ def _read_parquet(path: Path, limit: int | None) -> Loaded:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GrpoError(f"cannot read {path}: not a valid Parquet file ({msg})") from None
     records = table.to_pylist() if table is not None else []
-    return Loaded(records, str(path), "file", rows_read=len(records))
+    return Loaded(records, str(path), rows_read=len(records))
 
 
 def _read_csv(path: Path, limit: int | None) -> Loaded:
@@ -208,7 +204,7 @@ def _read_csv(path: Path, limit: int | None) -> Loaded:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GrpoError(f"cannot read {path}: not a valid CSV file ({msg})") from None
     records = df.to_dict("records")
-    return Loaded(records, str(path), "file", rows_read=len(records))
+    return Loaded(records, str(path), rows_read=len(records))
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -285,7 +281,7 @@ def load_hub(ds: HubDataset, split: str | None = None, limit: int | None = None)
     keep = [c for c in dataset.column_names if c in USEFUL_COLUMNS]
     dataset = dataset.select_columns(keep)
     records = dataset.to_list()
-    return Loaded(records, f"hub:{ds.repo}" + (f"/{ds.config}" if ds.config else "") + f"[{split}]", "hub",
+    return Loaded(records, f"hub:{ds.repo}" + (f"/{ds.config}" if ds.config else "") + f"[{split}]",
                   rows_read=len(records), fingerprint=getattr(dataset, "_fingerprint", None))
 
 
@@ -298,7 +294,6 @@ def load_bundled(ds: HubDataset, limit: int | None = None) -> Loaded:
     assert ds.sample is not None
     loaded = read_file(SAMPLES / ds.sample, limit)
     loaded.source = f"bundled:{ds.sample}"
-    loaded.origin = "bundled"
     return loaded
 
 

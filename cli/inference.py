@@ -518,10 +518,6 @@ class GGUFModel:
         """Greedy continuation of ``prompt_ids`` up to EOS (excluded) or ``max_new_tokens``."""
         return list(self._ids(prompt_ids, max_new_tokens))
 
-    def generate(self, prompt: str, max_new_tokens: int) -> Generation:
-        ids = self.generate_ids(self.tokenize(prompt), max_new_tokens)
-        return Generation(prompt, self.detokenize(ids), ids)
-
     def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
         """Text pieces as tokens arrive (bytes of a split UTF-8 character are held back)."""
         import codecs
@@ -534,9 +530,6 @@ class GGUFModel:
         tail = decoder.decode(b"", final=True)
         if tail:
             yield tail
-
-    def metadata(self) -> dict[str, str]:
-        return self.llm.metadata
 
     def close(self) -> None:
         self.llm.close()

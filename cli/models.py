@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
+from cli.config import SEED
 from cli.rundir import RunDir, atomic_dir
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
@@ -62,7 +63,7 @@ def build_tiny_tokenizer(spec: Any) -> Any:
     return fast
 
 
-def build_tiny(dest: Path, spec: Any, seed: int = 3407) -> Path:
+def build_tiny(dest: Path, spec: Any, seed: int = SEED) -> Path:
     """Write a random 2-layer Qwen3 + tokenizer to ``dest`` (atomically)."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM

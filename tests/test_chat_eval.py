@@ -227,6 +227,11 @@ def test_eval_bad_inputs(run_dir, tmp_path):
     (run / "data" / "eval.parquet").unlink()
     assert "grpo prep" in one_error_line(invoke("eval", "--run", run))
     assert not (run / "eval").exists()
+    run = copy_run(run_dir, tmp_path / "run-no-sft")
+    shutil.rmtree(run / "sft" / "adapter")
+    # Issue #12: this once ended in UnboundLocalError ('rewards_source') after loading the base model.
+    assert "grpo sft" in one_error_line(invoke("eval", "--run", run, "--models", "sft"))
+    assert not (run / "eval").exists()
     run = copy_run(run_dir, tmp_path / "run2")
     weights = run / "sft" / "adapter" / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])

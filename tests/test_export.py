@@ -273,7 +273,7 @@ def test_q4_k_m_with_whole_k_blocks_loads_and_runs_in_llama_cpp(tmp_path) -> Non
     Qwen3ForCausalLM(config).save_pretrained(hf)
     tok.save_pretrained(hf)
     f16, q4 = tmp_path / "m-f16.gguf", tmp_path / "m-q4_k_m.gguf"
-    gg.convert(hf, f16, "f16")
+    gg.convert_many(hf, [(f16, "f16")])
     gg.quantize(f16, q4, "q4_k_m")
     types = Counter(t.tensor_type.name for t in GGUFReader(str(q4)).tensors)
     # llama-quantize's q4_k_m on 8 layers: attn_v and ffn_down of layers 0, 3, 6, 7 and output → Q6_K.

@@ -154,8 +154,6 @@ def next_attempt_from_metrics(run: RunDir, stage: str) -> int:
 
 def _train(
     trainer: Any,
-    run: RunDir,
-    stage: str,
     model: Any,
     tokenizer: Any,
     *,
@@ -285,8 +283,6 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     _train(
         trainer,
-        run,
-        "sft",
         model,
         tokenizer,
         resume=None,
@@ -478,8 +474,6 @@ def run_grpo(
     else:
         _train(
             trainer,
-            run,
-            "grpo",
             model,
             tokenizer,
             resume=resume,
