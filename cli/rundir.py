@@ -23,7 +23,7 @@ from typing import Any
 
 from cli import quiet
 from cli.common import GrpoError
-from cli.distributed import is_main as _is_main
+from cli.ranks import is_main as _is_main
 
 # Which command makes each artifact: used to tell the user what to run first.
 PRODUCER = {

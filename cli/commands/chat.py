@@ -27,8 +27,8 @@ from cli.common import (
     RunOpt,
     console,
     err_console,
-    handle_errors,
 )
+from cli.errors import handle_errors
 from cli.rundir import RunDir, dry_run_exit
 
 SOURCES = ("lora", "merged", "gguf", "base")

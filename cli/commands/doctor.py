@@ -18,7 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import ConfigOpt, DryRunOpt, GrpoError, ModelOpt, PresetOpt, console, handle_errors
+from cli.common import ConfigOpt, DryRunOpt, GrpoError, ModelOpt, PresetOpt, console
+from cli.errors import handle_errors
 
 PACKAGES = (
     # (label, distribution name, module name)

@@ -36,8 +36,8 @@ from cli.common import (
     RunOpt,
     console,
     err_console,
-    handle_errors,
 )
+from cli.errors import handle_errors
 from cli.rundir import RunDir, atomic_dir, dry_run_exit
 
 DATA_PANEL = "Data"

@@ -31,8 +31,8 @@ from cli.common import (
     RunOpt,
     console,
     err_console,
-    handle_errors,
 )
+from cli.errors import handle_errors
 from cli.rundir import RunDir, atomic_write_json, dry_run_exit
 
 WHAT = "What to export"

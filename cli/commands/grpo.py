@@ -21,7 +21,7 @@ from typing import Annotated
 
 import typer
 
-from cli import distributed
+from cli import distributed, ranks
 from cli.commands.sft import check_model_unchanged
 from cli.common import (
     DEFAULT_RUN,
@@ -33,9 +33,9 @@ from cli.common import (
     PresetOpt,
     RunOpt,
     err_console,
-    handle_errors,
 )
 from cli.distributed import Plan
+from cli.errors import handle_errors
 from cli.rundir import RunDir, resolve_config
 
 TRAIN = "Training"
@@ -252,7 +252,7 @@ def grpo(
     )
     g = cfg.grpo
     plan = Plan(gpus, num_nodes, node_rank, main_address, deepspeed, fsdp, cpu)
-    child = distributed.launched()
+    child = ranks.launched()
     if not plan.node_rank:  # one writer per run directory; the other nodes of --num-nodes share node 0's
         rd.hold("grpo grpo")  # before anything is said or written
     if not plan.wanted:
@@ -261,7 +261,7 @@ def grpo(
             err_console.print(f"[yellow]note:[/] {note}")
     # Cheap checks first: a bad flag fails in a second, before any model is loaded.
     batch = g.batch_size or g.gens
-    distributed.check_batch(batch, g.gens, distributed.world_size() if child else plan.world, g.grad_accum)
+    distributed.check_batch(batch, g.gens, ranks.world_size() if child else plan.world, g.grad_accum)
     if g.scale_rewards not in ("group", "batch", "none"):
         raise GrpoError(f"--scale-rewards must be group, batch or none, not {g.scale_rewards!r}")
     from cli.training import backends
@@ -354,7 +354,7 @@ def _scale_out_backend(requested: str, chosen: str, plan: Plan) -> str:
         return chosen
     if requested == "unsloth":
         raise GrpoError(f"{what}: the unsloth backend trains on one GPU; use --backend hf (accelerate + TRL)")
-    if not distributed.launched():
+    if not ranks.launched():
         err_console.print(
             f"[yellow]note:[/] {what}: using the hf backend (accelerate + TRL; Unsloth trains on one GPU)"
         )

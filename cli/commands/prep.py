@@ -32,8 +32,8 @@ from cli.common import (
     RunOpt,
     console,
     err_console,
-    handle_errors,
 )
+from cli.errors import handle_errors
 
 DATA_PANEL = "Data"
 

@@ -22,8 +22,8 @@ from cli.common import (
     PresetOpt,
     RunOpt,
     err_console,
-    handle_errors,
 )
+from cli.errors import handle_errors
 from cli.rundir import RunDir, resolve_config
 
 TRAIN_PANEL = "Training"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
-from cli.distributed import barrier, is_main, local_rank
+from cli.ranks import barrier, is_main, local_rank
 from cli.rundir import RunDir, atomic_dir
 from cli.training.console import err_console
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cli.distributed import any_rank
+from cli.ranks import any_rank
 from cli.rundir import RunDir
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory

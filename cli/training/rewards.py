@@ -164,7 +164,7 @@ def _batch_dumper() -> Callable[[str, Any, Any, list[float | None]], None] | Non
     folder = os.environ.get("GRPO_REWARD_LOG")
     if not folder:
         return None
-    from cli.distributed import rank
+    from cli.ranks import rank
 
     path = Path(folder) / f"rank{rank()}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from cli.common import GrpoError
-from cli.distributed import any_rank, launched, world_size
+from cli.ranks import any_rank, launched, world_size
 from cli.rundir import RunDir
 from cli.training import backends
 from cli.training.console import console, err_console
@@ -56,7 +56,7 @@ def atomic_checkpoints(trainer: Any) -> None:
     and --resume picked that checkpoint and failed)."""
     import shutil
 
-    from cli.distributed import barrier, is_main
+    from cli.ranks import barrier, is_main
 
     save = trainer._save_checkpoint
     output_dir = trainer._get_output_dir
@@ -90,7 +90,7 @@ def drop_partial_checkpoints(folder: Path) -> list[str]:
     """Remove what a killed save left under its staging name (main process); returns their names."""
     import shutil
 
-    from cli.distributed import is_main
+    from cli.ranks import is_main
 
     if not folder.is_dir() or not is_main():
         return []
@@ -315,8 +315,8 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
 
 def write_train_png(run: RunDir, reward_names: list[str], cfg: Any) -> str | None:
     """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib."""
-    from cli.distributed import is_main
     from cli.plots import current_attempt, train_png
+    from cli.ranks import is_main
     from cli.rundir import atomic_write_bytes
 
     if not is_main():
