@@ -30,6 +30,12 @@ class GrpoError(Exception):
         self.code = code
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 # ---- option aliases shared by every command -------------------------------------------------
 RUN_PANEL = "Run"
 RunOpt = Annotated[

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from cli.common import GrpoError
+from cli.run_data import strip_think
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 
@@ -99,7 +100,7 @@ class Loaded:
 
 def read_file(path: Path, limit: int | None = None) -> Loaded:
     """Read a local data file into raw records (the first ``limit`` rows)."""
-    from cli.rundir import file_sha256
+    from cli.atomic import file_sha256
 
     path = Path(path).expanduser()
     if not path.exists():
@@ -451,7 +452,7 @@ def _row_openmath(r: Mapping[str, Any]) -> tuple[str, str, str | None]:
     if not answer:
         raise BadRow("empty answer")
     sol = r.get("generated_solution")
-    solution = sol.replace("<think>", "").replace("</think>", "").strip() if isinstance(sol, str) else None
+    solution = strip_think(sol) if isinstance(sol, str) else None
     return q, answer, solution or None
 
 

@@ -321,7 +321,7 @@ def accelerate_config(plan: Plan, mixed_precision: str = "bf16") -> dict[str, An
 def write_config(path: Path, plan: Plan, mixed_precision: str) -> Path:
     import yaml
 
-    from cli.rundir import atomic_write_text
+    from cli.atomic import atomic_write_text
 
     header = (
         "# Written by `grpo grpo` for this launch (accelerate launch --config_file <this file>).\n"

@@ -54,8 +54,10 @@ def handle_errors(fn: F) -> F:
             fail(str(exc))
         except ImportError as exc:
             missing = getattr(exc, "name", None) or str(exc)
-            fail(f"missing dependency {missing!r}: {exc}. "
-                 "Install the training extra: pip install 'grpo[train]'")
+            fail(
+                f"missing dependency {missing!r}: {exc}. "
+                "Install the training extra: pip install 'grpo[train]'"
+            )
         except MemoryError:
             fail("out of memory: lower --gens, --max-completion-length or the batch size")
         except Exception as exc:  # noqa: BLE001 - last line of defence: one line, details on request
@@ -65,12 +67,13 @@ def handle_errors(fn: F) -> F:
             name = type(exc).__name__
             hint = " (set GRPO_DEBUG=1 for the traceback)"
             if "OutOfMemory" in name:
-                hint = (" — lower --gens, --max-completion-length or the batch size; "
-                        "see README 'Troubleshooting'")
+                hint = (
+                    " — lower --gens, --max-completion-length or the batch size; see README 'Troubleshooting'"
+                )
             fail(f"{name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else name}{hint}")
         finally:
             undo()
-            from cli.rundir import release_locks
+            from cli.runlock import release_locks
 
             release_locks()
         return None

@@ -493,7 +493,7 @@ def generate(
 def _generate_main(path: str, request: str, result: str) -> int:
     import json
 
-    from cli.inference import GGUFModel
+    from cli.generation import GGUFModel
 
     req = json.loads(Path(request).read_text())
     longest = max((len(ids) for ids in req["prompt_ids"]), default=0)

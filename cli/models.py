@@ -15,9 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cli.atomic import atomic_dir
 from cli.common import GrpoError
 from cli.config import SEED
-from cli.rundir import RunDir, atomic_dir
+from cli.rundir import RunDir
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 

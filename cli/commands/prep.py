@@ -149,7 +149,7 @@ def prep(
         )
 
     # ---- write ----------------------------------------------------------------------------------
-    from cli.rundir import atomic_write_json
+    from cli.atomic import atomic_write_json
 
     data_dir = rundir.data_dir
     stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
@@ -243,6 +243,7 @@ def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, s
     import pandas as pd
 
     from cli import data_prep as dp
+    from cli.run_data import sft_length_cap
 
     bad = loaded.bad + parsed.bad
     questions, answers, solutions = parsed.questions, parsed.answers, parsed.solutions
@@ -271,7 +272,7 @@ def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, s
     sft_cap = None
     if ds.purpose == "sft":
         # Seed 000 Stage 1: whole conversations up to max_seq_length // 2 tokens.
-        sft_cap = cfg.max_seq_length // 2
+        sft_cap = sft_length_cap(cfg.max_seq_length)
         conv = np.asarray(dp.conversation_lengths(tokenizer, spec, questions, answers, solutions))
         too_long = keep & (conv > sft_cap)
         counts["cut_too_long_for_sft"] = int(too_long.sum())
@@ -290,7 +291,7 @@ def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, s
 
 def _write(rundir: Any, pc: Any, ds: Any, tokenizer: Any, cfg: Any, spec: Any, b: Built) -> tuple[dict, Path]:
     from cli import data_prep as dp
-    from cli.rundir import atomic_write_bytes, atomic_write_json, file_sha256
+    from cli.atomic import atomic_write_bytes, atomic_write_json, file_sha256
 
     data_dir = rundir.data_dir
     counts = dict(b.counts)

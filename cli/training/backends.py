@@ -17,9 +17,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cli.atomic import atomic_dir
 from cli.common import GrpoError
 from cli.ranks import barrier, is_main, local_rank
-from cli.rundir import RunDir, atomic_dir
+from cli.rundir import RunDir
 from cli.training.console import err_console
 
 BACKENDS = ("unsloth", "hf")

@@ -315,9 +315,9 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
 
 def write_train_png(run: RunDir, reward_names: list[str], cfg: Any) -> str | None:
     """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib."""
+    from cli.atomic import atomic_write_bytes
     from cli.plots import current_attempt, train_png
     from cli.ranks import is_main
-    from cli.rundir import atomic_write_bytes
 
     if not is_main():
         return None
