@@ -27,101 +27,74 @@ from cli.common import (
     ConfigOpt,
     DryRunOpt,
     GrpoError,
-    ModelOpt,
     PresetOpt,
     RunOpt,
     console,
     err_console,
 )
+from cli.config import Config
 from cli.errors import handle_errors
-
-DATA_PANEL = "Data"
+from cli.options import config_options
+from cli.rundir import RunDir, resolve_config
 
 
 @handle_errors
+@config_options(
+    "prep.source", "prep.limit", "prep.eval_size", "prep.prompt_quantile", "prep.keep_non_numeric", "model"
+)
 def prep(
     name: Annotated[
         str | None,
         typer.Argument(help="dapo, gsm8k, math, openmath-mini or openr1 (default: the config's "
                        "prep.dataset).", show_default=False, metavar="NAME"),
     ] = None,
-    source: Annotated[
-        Path | None,
-        typer.Option("--source", help="Local .jsonl/.json/.parquet/.csv instead of the hub.",
-                     rich_help_panel=DATA_PANEL),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", help="Read only the first N rows.", rich_help_panel=DATA_PANEL),
-    ] = None,
-    eval_size: Annotated[
-        int | None,
-        typer.Option("--eval-size", help="Prompts held out for evaluation (config prep.eval_size, 50).",
-                     rich_help_panel=DATA_PANEL),
-    ] = None,
-    quantile: Annotated[
-        float | None,
-        typer.Option("--quantile", help="Keep prompts up to this token-length quantile "
-                     "(config prep.prompt_quantile, 0.9).", rich_help_panel=DATA_PANEL),
-    ] = None,
-    keep_non_numeric: Annotated[
-        bool | None,
-        typer.Option("--keep-non-numeric/--numeric-only", help="Keep answers that are not numbers "
-                     "(MATH-style: fractions, expressions) (config prep.keep_non_numeric; seed 000 keeps "
-                     "numeric ones only).",
-                     rich_help_panel=DATA_PANEL, show_default=False),
-    ] = None,
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
     preset: PresetOpt = None,
-    model: ModelOpt = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     from cli import data_prep as dp
-    from cli.rundir import RunDir, resolve_config
 
     if name is not None and name not in dp.DATASETS:
         raise GrpoError(f"unknown dataset {name!r}: choose from {dp.dataset_names()} (or add --source FILE)")
-    if limit is not None and limit <= 0:
-        raise GrpoError("--limit must be a positive number of rows")
-    if eval_size is not None and eval_size < 0:
-        raise GrpoError("--eval-size must be 0 or more")
-    if quantile is not None and not 0 < quantile <= 1:
-        raise GrpoError("--quantile must be in (0, 1]")
-
     rundir = RunDir(run)
     if not dry_run:
         rundir.hold("grpo prep")
+    overrides = {**overrides, "prep.dataset": name}
+    cfg, ds = _resolve(rundir, preset, config, overrides, dry_run)
+    _prepare(rundir, cfg, ds)
+
+
+def _resolve(
+    rundir: RunDir, preset: str | None, config: Path | None, overrides: dict[str, Any], dry_run: bool
+) -> tuple[Config, Any]:
+    """The run's config with this prep's flags; a different dataset does not inherit the last one's
+    --source/--limit/--keep-non-numeric."""
+    from cli import data_prep as dp
+    from cli.config import resolve
+
     saved = rundir.saved_config() if rundir.path.is_dir() else None
-    overrides = {
-        "model": model,
-        "prep.dataset": name,
-        # Absolute: the run remembers it, and later commands may run from another folder.
-        "prep.source": str(source.expanduser().absolute()) if source is not None else None,
-        "prep.limit": limit,
-        "prep.eval_size": eval_size,
-        "prep.prompt_quantile": quantile,
-        "prep.keep_non_numeric": keep_non_numeric,
-    }
     cfg = resolve_config(rundir, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
     pc = cfg.prep
     if saved and (saved.get("prep") or {}).get("dataset") != pc.dataset:
         # The run remembers --source/--limit/--keep-non-numeric for the dataset they were given with;
         # a different dataset starts from defaults < preset < --config < flags.
-        from cli.config import resolve
-
         fresh = resolve(preset=preset, config_file=config, overrides=overrides).prep
         for key in ("source", "split", "limit", "keep_non_numeric"):
             setattr(pc, key, getattr(fresh, key))
     if pc.dataset not in dp.DATASETS:
         raise GrpoError(f"unknown dataset {pc.dataset!r} in config prep.dataset: "
                         f"choose from {dp.dataset_names()}")
-    if pc.limit is not None and pc.limit <= 0:
-        raise GrpoError("prep.limit must be a positive number of rows")
-    if pc.eval_size < 0:
-        raise GrpoError("prep.eval_size must be 0 or more")
-    ds = dp.DATASETS[pc.dataset]
+    return cfg, dp.DATASETS[pc.dataset]
 
+
+def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
+    """Load, filter and write the dataset (and, for a GRPO set without worked solutions, the warm-up set)."""
+    from cli import data_prep as dp
+
+    pc = cfg.prep
     # ---- load + parse (before the tokenizer: a bad file fails in a second) -----------------------
     loaded, schema, parsed = _load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
 

@@ -12,7 +12,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,7 +23,11 @@ from cli.training import backends
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory, VllmPlan, model_shape, plan_vllm
 from cli.training.live import Interrupt, make_callback, quiet_trainer
-from cli.training.rewards import Reward, RewardTracker, wrap_rewards
+
+if TYPE_CHECKING:
+    from cli.config import Config
+    from cli.training.grpo_setup import GrpoSetup
+from cli.training.rewards import RewardTracker, wrap_rewards
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
@@ -345,18 +349,10 @@ def _last(trainer: Any, key: str) -> float | None:
 
 
 # ---- stage 2 ------------------------------------------------------------------------------------
-def run_grpo(
-    cfg: Any,
-    run: RunDir,
-    *,
-    backend: str,
-    rewards: list[Reward],
-    use_vllm: bool,
-    resume: Path | None,
-    adapter: Path | None,
-    attempt: int = 1,
-    checkpoints: Path | None = None,
-) -> dict[str, Any]:
+def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
+    """Train GRPO with what :func:`cli.training.grpo_setup.prepare` decided."""
+    backend, rewards, use_vllm = setup.backend, setup.rewards, setup.use_vllm
+    resume, adapter, attempt, checkpoints = setup.resume, setup.adapter, setup.attempt, setup.checkpoints
     console.print(f"[dim]grpo: loading {backend}, {cfg.model} and the prompts…[/]")
     eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
@@ -367,7 +363,7 @@ def run_grpo(
     from cli.training.data import grpo_dataset
 
     g = cfg.grpo
-    batch = g.batch_size or g.gens
+    batch = g.per_device_batch
     plan = _vllm_plan(cfg, run, batch) if use_vllm and not g.vllm_server else None
     t_load = time.perf_counter()
     model, tokenizer = backends.load_for_training(
@@ -398,7 +394,7 @@ def run_grpo(
     if g.report_to == "tensorboard":
         os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
     args = GRPOConfig(
-        **_common_args(cfg, g, model, checkpoints or run.grpo_dir / "checkpoints", g.max_steps, backend),
+        **_common_args(cfg, g, model, checkpoints, g.max_steps, backend),
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=g.grad_accum,
         num_generations=g.gens,
@@ -433,7 +429,7 @@ def run_grpo(
     )
     if plan is not None:
         console.print(f"grpo: {plan.describe()}", soft_wrap=True)
-    if (adapter and backends.adapter_settings(adapter)["dora"]) or (not adapter and cfg.lora.dora):
+    if setup.uses_dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
     trainer = GRPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
@@ -499,7 +495,7 @@ def run_grpo(
         "samples_per_second": round(global_batch / typical, 3) if typical else None,
         "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
         "attempt": attempt,
-        "checkpoints": str(checkpoints) if checkpoints else None,
+        "checkpoints": str(checkpoints),
         "steps": n,
         "global_step": int(trainer.state.global_step),
         "gens": g.gens,
