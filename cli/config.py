@@ -2,6 +2,10 @@
 
 The resolved config is written to ``<run>/config.yaml`` by each stage, so later stages need no
 ``--model``: the model chosen at the first stage is remembered by the run.
+
+Long because: every option is declared here once — type, default, help, flag, bounds, choices
+(:func:`cli.settings.setting`) — and the seed presets sit beside the defaults they change; split up,
+the declaration would be in several places again.
 """
 
 from __future__ import annotations

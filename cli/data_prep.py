@@ -30,11 +30,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cli.common import GrpoError
 from cli.run_data import strip_think
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 
@@ -242,14 +245,14 @@ def offline_unless_reachable(timeout: float = 3.0) -> Iterator[bool]:
                 mods.append(importlib.import_module(name))
             except ImportError:
                 pass
-    saved = [(m, m.HF_HUB_OFFLINE) for m in mods if hasattr(m, "HF_HUB_OFFLINE")]
+    saved = [(m, getattr(m, "HF_HUB_OFFLINE")) for m in mods if hasattr(m, "HF_HUB_OFFLINE")]  # noqa: B009
     try:
         for m, _ in saved:
-            m.HF_HUB_OFFLINE = True
+            setattr(m, "HF_HUB_OFFLINE", True)  # noqa: B010 - typed modules do not all declare it
         yield offline
     finally:
         for m, value in saved:
-            m.HF_HUB_OFFLINE = value
+            setattr(m, "HF_HUB_OFFLINE", value)  # noqa: B010
 
 
 def is_hub_model(name: str) -> bool:
@@ -427,9 +430,10 @@ def _row_problem_answer(r: Mapping[str, Any]) -> tuple[str, str, str | None]:
     try:
         answer = _answer_text(r.get("answer"))
     except BadRow:
-        answer = last_boxed(solution) if solution else None
-        if not answer:
+        boxed = last_boxed(solution) if solution else None
+        if not boxed:
             raise
+        answer = boxed
     return q, answer, solution
 
 
@@ -472,9 +476,10 @@ def _row_verl(r: Mapping[str, Any]) -> tuple[str, str, str | None]:
         try:
             answer = _answer_text(gt.get("target"))
         except BadRow:
-            answer = last_boxed(solution) if solution else None
-            if not answer:
+            boxed = last_boxed(solution) if solution else None
+            if not boxed:
                 raise
+            answer = boxed
     else:  # DAPO copy: the answer itself
         answer = _answer_text(gt)
     try:
@@ -605,7 +610,7 @@ def percentiles(lengths: Sequence[int]) -> dict[str, float]:
     if len(lengths) == 0:
         return {}
     arr = np.asarray(lengths)
-    out = {"min": int(arr.min())}
+    out: dict[str, float] = {"min": int(arr.min())}
     for p in (50, 90, 95, 99):
         out[f"p{p}"] = float(np.percentile(arr, p))
     out["max"] = int(arr.max())
@@ -613,7 +618,7 @@ def percentiles(lengths: Sequence[int]) -> dict[str, float]:
     return out
 
 
-def prompt_lengths(tokenizer: Any, spec: Any, questions: Sequence[str], batch: int = 512) -> list[int]:
+def prompt_lengths(tokenizer: Any, spec: FormatSpec, questions: Sequence[str], batch: int = 512) -> list[int]:
     """Token length of each question's generation prompt (system + user + reasoning-start tag).
 
     Seed 000: ``len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True))``;
@@ -628,7 +633,7 @@ def prompt_lengths(tokenizer: Any, spec: Any, questions: Sequence[str], batch: i
     return out
 
 
-def conversation_lengths(tokenizer: Any, spec: Any, questions: Sequence[str], answers: Sequence[str],
+def conversation_lengths(tokenizer: Any, spec: FormatSpec, questions: Sequence[str], answers: Sequence[str],
                          solutions: Sequence[str | None], batch: int = 256) -> list[int]:
     """Token length of whole SFT conversations (seed 000 ``format_row``; capped at max_seq_length // 2)."""
     out: list[int] = []

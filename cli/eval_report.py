@@ -34,7 +34,7 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
     def pct(r: dict[str, Any], key: str) -> str:
         lo, hi = r.get(f"{key}_ci95") or (None, None)
-        band = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None else ""
+        band = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else ""
         return f"{100 * r[key]:.1f}%{band}"
 
     for r in results:

@@ -7,6 +7,7 @@ vLLM decodes every checkpoint's prompts at once (``--engine vllm``).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -156,7 +157,7 @@ def run(job: EvalJob) -> Scored:
                 progress.advance(task, len(gens))
             else:
                 assert decoder is not None
-                gens = decoder.generate(stage, lambda n, t=task: progress.advance(t, n))
+                gens = decoder.generate(stage, functools.partial(progress.advance, task))
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
     return scored

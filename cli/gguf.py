@@ -22,9 +22,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 # Written by the converter itself.
 CONVERT_TYPES = ("f32", "f16", "bf16", "q8_0")
@@ -414,7 +417,7 @@ def inspect_gguf(path: Path, keys: tuple[str, ...] = ()) -> GGUFInfo:
 
 
 # ---- Ollama ------------------------------------------------------------------------------------
-def ollama_template(spec: Any, eos: str) -> str:
+def ollama_template(spec: FormatSpec, eos: str) -> str:
     """The contract's chat template in Ollama's Go-template language.
 
     Same text as the Jinja template: system prompt + EOS, user turns verbatim, assistant turns + EOS,
@@ -438,7 +441,9 @@ def _quote(text: str) -> str:
     return f'"""{text}"""'
 
 
-def modelfile(gguf_name: str, spec: Any, eos: str, *, temperature: float, min_p: float, num_ctx: int) -> str:
+def modelfile(
+    gguf_name: str, spec: FormatSpec, eos: str, *, temperature: float, min_p: float, num_ctx: int
+) -> str:
     """An Ollama Modelfile for the GGUF next to it (``ollama create NAME -f Modelfile``)."""
     lines = [
         f"# Written by `grpo export`; format contract {spec.name} ({spec.contract_hash()[:12]}).",

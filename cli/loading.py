@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError, first_line
 from cli.rundir import ADAPTER_WEIGHTS
 
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
-def load_tokenizer(path: str | Path, spec: Any) -> Any:
+
+def load_tokenizer(path: str | Path, spec: FormatSpec) -> Any:
     """A tokenizer with the contract's chat template, left padding, and a pad token."""
     from transformers import AutoTokenizer
 

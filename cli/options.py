@@ -19,7 +19,7 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -93,7 +93,7 @@ def _param(key: str) -> tuple[str, inspect.Parameter]:
     option = typer.Option(
         "/".join(decls) if len(decls) > 1 else decls[0], help=s.help, rich_help_panel=s.panel, **extra
     )
-    annotation = Annotated[kind | None, option]  # type: ignore[operator]
+    annotation = Annotated[Optional[kind], option]  # type: ignore[valid-type]  # noqa: UP045 - built at run time
     return ident, inspect.Parameter(
         ident, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
     )

@@ -8,10 +8,13 @@ with the reasoning-start tag, the tags that split a completion into reasoning an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 
-def contract(spec: Any, eos_token: str | None) -> dict[str, Any]:
+def contract(spec: FormatSpec, eos_token: str | None) -> dict[str, Any]:
     """What a consumer of an exported model needs to prompt it like training did."""
     return {
         "format": spec.to_dict(),
@@ -24,7 +27,9 @@ def contract(spec: Any, eos_token: str | None) -> dict[str, Any]:
     }
 
 
-def prompt_text(tokenizer: Any, spec: Any, question: str, history: Sequence[dict[str, str]] = ()) -> str:
+def prompt_text(
+    tokenizer: Any, spec: FormatSpec, question: str, history: Sequence[dict[str, str]] = ()
+) -> str:
     """The generation prompt: system + (history) + user, ending with the reasoning-start tag."""
     messages = spec.messages(question)
     if history:
@@ -32,7 +37,7 @@ def prompt_text(tokenizer: Any, spec: Any, question: str, history: Sequence[dict
     return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
-def split_completion(spec: Any, text: str) -> tuple[str, str | None, str]:
+def split_completion(spec: FormatSpec, text: str) -> tuple[str, str | None, str]:
     """(reasoning, solution or None, rest) of a completion that starts after the reasoning tag."""
     reasoning, sep, after = text.partition(spec.reasoning_end)
     if not sep:
@@ -50,7 +55,7 @@ def split_completion(spec: Any, text: str) -> tuple[str, str | None, str]:
 
 
 def render_prompt(
-    spec: Any,
+    spec: FormatSpec,
     eos_token: str,
     question: str,
     history: Sequence[dict[str, str]] = (),

@@ -215,7 +215,7 @@ class RunDir:
 
         return load_yaml(self.config_path)
 
-    def save_config(self, cfg: Any) -> None:
+    def save_config(self, cfg: Config) -> None:
         from cli.config import to_yaml
 
         if not _is_main():
@@ -250,7 +250,7 @@ class RunDir:
         atomic_write_json(self.manifest_path, data)
 
     @contextlib.contextmanager
-    def stage(self, name: str, cfg: Any, **extra: Any) -> Iterator[dict[str, Any]]:
+    def stage(self, name: str, cfg: Config, **extra: Any) -> Iterator[dict[str, Any]]:
         """Time a stage and record it (versions, contract hash, timings) when it succeeds.
 
         The yielded dict collects stage results (data hashes, output paths, metrics).

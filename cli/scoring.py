@@ -10,12 +10,15 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.prompting import split_completion
 
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
-def reward_functions(spec: Any) -> tuple[Callable[..., list[float]], Callable[..., list[float]], str]:
+
+def reward_functions(spec: FormatSpec) -> tuple[Callable[..., list[float]], Callable[..., list[float]], str]:
     """(match_format_exactly, check_answer_accuracy, where-they-came-from), bound to ``spec``'s tags.
 
     ``py_rewards.make_reward_funcs`` (Rust core, or its pure-Python reference backend with
@@ -66,7 +69,7 @@ def _numeric_equal(guess: str, true: str) -> bool:
 
 
 def score(
-    spec: Any, completions: Sequence[str], answers: Sequence[str], prompts: Sequence[Any] | None = None
+    spec: FormatSpec, completions: Sequence[str], answers: Sequence[str], prompts: Sequence[Any] | None = None
 ) -> Scores:
     """Rewards of ``completions`` plus the two eval verdicts.
 
@@ -93,7 +96,7 @@ def score(
     return Scores(fmt, acc, [f > 0 for f in fmt], correct, source, math_verdicts(spec, completions, answers))
 
 
-def math_verdicts(spec: Any, completions: Sequence[str], answers: Sequence[str]) -> list[bool]:
+def math_verdicts(spec: FormatSpec, completions: Sequence[str], answers: Sequence[str]) -> list[bool]:
     """Whether each completion's answer (between the solution tags, else its last ``\\boxed{}``)
     equals the gold answer under ``py_rewards.math_equal``; no answer is not correct."""
     from py_rewards import extract_math_answer, math_equal_batch

@@ -21,6 +21,27 @@ MAX_FUNCTION = 80
 MAX_FILE = 400
 REASON = "Long because:"
 
+# What is still over the limits when this check was written (issue #12): each may not grow, and leaves
+# this list when it is split. A new function or file over the limits fails the check.
+KNOWN: dict[str, int] = {
+    # functions (path:name) -> lines now
+    "cli/training/stages.py:run_grpo": 182,  # the GRPOConfig build and the summary: to split
+    "cli/training/live.py:make_callback": 177,  # a closure-based TrainerCallback: to become a class
+    "cli/commands/chat.py:chat": 121,  # the REPL loop: to move beside the engines
+    "cli/commands/doctor.py:doctor": 120,  # the package and hardware tables: to split
+    "cli/commands/grpo.py:grpo": 109,  # 70 of them are the launcher options' declarations
+    "cli/commands/eval.py:eval_": 101,  # 60 of them are option declarations (no config section yet)
+    "cli/commands/export.py:export": 100,  # 70 of them are option declarations (no config section yet)
+    "cli/training/stages.py:run_sft": 86,
+    # files -> lines now
+    "cli/data_prep.py": 650,  # readers + seven row schemas + filters: to split readers from schemas
+    "cli/training/stages.py": 504,
+    "cli/gguf.py": 536,  # converter child, quantizer child, reader, Modelfile
+    "cli/commands/doctor.py": 456,
+    "cli/distributed.py": 446,  # plan, checks, accelerate config, launcher
+    "cli/training/backends.py": 424,
+}
+
 
 def modules() -> dict[str, Path]:
     out = {}
@@ -105,14 +126,16 @@ def main(argv: list[str]) -> int:
         lines = len(text.splitlines())
         sizes.append((lines, str(rel)))
         doc = ast.get_docstring(tree) or ""
-        if lines > MAX_FILE and REASON not in doc:
+        if lines > MAX_FILE and REASON not in doc and lines > KNOWN.get(str(rel), 0):
             problems.append(f"{rel}: {lines} lines (> {MAX_FILE}) and no '{REASON}' line in its docstring")
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = (node.end_lineno or node.lineno) - node.lineno + 1
                 functions.append((n, f"{rel}:{node.lineno} {node.name}"))
-                if n > MAX_FUNCTION:
-                    problems.append(f"{rel}:{node.lineno}: function {node.name} is {n} lines (> {MAX_FUNCTION})")
+                if n > MAX_FUNCTION and n > KNOWN.get(f"{rel}:{node.name}", 0):
+                    problems.append(
+                        f"{rel}:{node.lineno}: function {node.name} is {n} lines (> {MAX_FUNCTION})"
+                    )
     for cycle in cycles(graph):
         problems.append(f"import cycle: {' <-> '.join(cycle)}")
     if "--report" in argv:
@@ -122,6 +145,8 @@ def main(argv: list[str]) -> int:
         print("longest functions:")
         for n, what in sorted(functions, reverse=True)[:10]:
             print(f"  {n:5d}  {what}")
+    if "--report" in argv:
+        print(f"known, allowed not to grow ({len(KNOWN)}): {', '.join(KNOWN)}")
     for p in problems:
         print(p)
     print(f"check_structure: {len(known)} modules, {len(problems)} problem(s)", file=sys.stderr)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,6 +31,9 @@ from cli.common import (
 from cli.errors import handle_errors
 from cli.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
 
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
+
 SOURCES = ("lora", "merged", "gguf", "base")
 MODEL_PANEL = "Model"
 
@@ -39,6 +42,7 @@ class Engine:
     """One way of producing completions: an HF model (maybe with its adapter off) or a GGUF file."""
 
     label = "model"
+    spec: FormatSpec
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
         raise NotImplementedError
@@ -51,7 +55,9 @@ class Engine:
 
 
 class HFEngine(Engine):
-    def __init__(self, model: Any, tokenizer: Any, spec: Any, label: str, adapter_off: bool = False) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, spec: FormatSpec, label: str, adapter_off: bool = False
+    ) -> None:
         self.model, self.tokenizer, self.spec, self.label = model, tokenizer, spec, label
         self.adapter_off = adapter_off
 
@@ -81,7 +87,7 @@ class HFEngine(Engine):
 
 
 class GGUFEngine(Engine):
-    def __init__(self, path: Path, spec: Any) -> None:
+    def __init__(self, path: Path, spec: FormatSpec) -> None:
         from cli.generation import GGUFModel
 
         self.gguf = GGUFModel(path)
@@ -167,7 +173,7 @@ def build_engines(
 
 
 # ---- display -----------------------------------------------------------------------------------
-def renderable(spec: Any, text: str, done: bool = False) -> Any:
+def renderable(spec: FormatSpec, text: str, done: bool = False) -> Any:
     """Reasoning dim, the solution in a bold panel (partial while streaming)."""
     from rich.console import Group
     from rich.panel import Panel
@@ -194,7 +200,7 @@ def renderable(spec: Any, text: str, done: bool = False) -> Any:
     return Group(*parts)
 
 
-def show_stream(engine: Engine, spec: Any, prompt: str, max_new_tokens: int) -> str:
+def show_stream(engine: Engine, spec: FormatSpec, prompt: str, max_new_tokens: int) -> str:
     from rich.live import Live
 
     text = ""
@@ -211,7 +217,7 @@ def show_stream(engine: Engine, spec: Any, prompt: str, max_new_tokens: int) -> 
     return text
 
 
-def show_compare(spec: Any, question: str, base: tuple[str, str], tuned: tuple[str, str]) -> None:
+def show_compare(spec: FormatSpec, question: str, base: tuple[str, str], tuned: tuple[str, str]) -> None:
     from rich.panel import Panel
     from rich.table import Table
 

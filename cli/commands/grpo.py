@@ -136,7 +136,7 @@ def grpo(
     if not child:
         grpo_setup.announce_attempt(rd, setup)
     if plan.wanted and not child:
-        from cli.training.stages import ATTEMPT_ENV
+        from cli.training.checkpoints import ATTEMPT_ENV
 
         os.environ[ATTEMPT_ENV] = str(setup.attempt)  # the ranks of --gpus N write to the same attempt
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,10 +32,13 @@ from cli.common import (
     console,
     err_console,
 )
-from cli.config import Config
+from cli.config import Config, PrepConfig
 from cli.errors import handle_errors
 from cli.options import config_options
 from cli.rundir import RunDir, resolve_config
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 
 @handle_errors
@@ -158,7 +161,7 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
         console.print(f"[dim]stage-1 warm-up: `grpo sft` uses the {n} worked solutions in train.parquet[/]")
 
 
-def _explicit_warmup(rundir: Any) -> str | None:
+def _explicit_warmup(rundir: RunDir) -> str | None:
     """The source of a data/sft.parquet that `grpo prep openmath-mini` wrote (not one prep added itself)."""
     import json
 
@@ -209,8 +212,8 @@ def _load(ds: Any, source: str | None, split: str | None, limit: int | None, *, 
     return loaded, schema, dp.parse_records(loaded.records, schema)
 
 
-def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, schema: str, parsed: Any, *,
-           keep_non_numeric: bool) -> Built:
+def _build(ds: Any, pc: PrepConfig, cfg: Config, tokenizer: Any, spec: FormatSpec, loaded: Any, schema: str,
+           parsed: Any, *, keep_non_numeric: bool) -> Built:
     """Seed 000's filters: numeric answers, the prompt-length quantile, (SFT) chats ≤ half the context."""
     import numpy as np
     import pandas as pd
@@ -262,7 +265,8 @@ def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, s
     return Built(loaded, schema, frame, counts, bad, max_len, lengths, sft_cap)
 
 
-def _write(rundir: Any, pc: Any, ds: Any, tokenizer: Any, cfg: Any, spec: Any, b: Built) -> tuple[dict, Path]:
+def _write(rundir: RunDir, pc: PrepConfig, ds: Any, tokenizer: Any, cfg: Config, spec: FormatSpec,
+           b: Built) -> tuple[dict[str, Any], Path]:
     from cli import data_prep as dp
     from cli.atomic import atomic_write_bytes, atomic_write_json, file_sha256
 
@@ -334,7 +338,7 @@ def _empty_message(source: str, counts: dict[str, int], keep_non_numeric: bool) 
     return f"no rows left from {source} after filters ({detail}); nothing written{hint}"
 
 
-def _summary(stats: dict[str, Any], rundir: Any, stats_path: Path, model: str | None,
+def _summary(stats: dict[str, Any], rundir: RunDir, stats_path: Path, model: str | None,
              title: str | None = None) -> None:
     from rich.table import Table
 

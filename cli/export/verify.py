@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 
 def safetensors_zeros(folder: Path) -> tuple[list[str], int]:
@@ -31,7 +34,7 @@ def safetensors_zeros(folder: Path) -> tuple[list[str], int]:
 class Verifier:
     """Held-out prompts, the HF reference decoding, and per-artifact comparison."""
 
-    def __init__(self, spec: Any, rows: list[dict[str, str]], max_new_tokens: int) -> None:
+    def __init__(self, spec: FormatSpec, rows: list[dict[str, str]], max_new_tokens: int) -> None:
         self.spec, self.rows, self.max_new_tokens = spec, rows, max_new_tokens
         self.prompts: list[str] = []
         self.prompt_ids: list[list[int]] = []

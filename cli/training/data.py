@@ -11,18 +11,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
 from cli.run_data import read_stats, read_table, sft_length_cap, strip_think
 from cli.rundir import RunDir
+
+if TYPE_CHECKING:
+    from cli.config import Config
+    from py_rewards.spec import FormatSpec
 
 
 def _count_tokens(tokenizer: Any, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def grpo_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
+def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
     """Prompts + answers for GRPO, and the prompt-length cut (prep's p90 unless the config sets one)."""
     from datasets import Dataset
 
@@ -55,7 +59,7 @@ def grpo_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[
     return Dataset.from_list(rows), max_prompt, info
 
 
-def _sft_messages(df: Any, spec: Any) -> tuple[list[list[dict[str, str]]], str]:
+def _sft_messages(df: Any, spec: FormatSpec) -> tuple[list[list[dict[str, str]]], str]:
     """Chat messages for SFT from whichever columns the prepped file has."""
     cols = set(df.columns)
     if "messages" in cols:
@@ -81,7 +85,7 @@ def _sft_messages(df: Any, spec: Any) -> tuple[list[list[dict[str, str]]], str]:
     raise GrpoError("SFT data needs columns messages, or question/solution/answer: re-run `grpo prep`")
 
 
-def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
+def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
     """Seed 000 stage-1 format examples as chat-templated text."""
     from datasets import Dataset
 
@@ -116,7 +120,7 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
     too_long = 0
     for messages in conversations:
         text = tokenizer.apply_chat_template(messages, tokenize=False)
-        if strip_bos and text.startswith(bos):
+        if strip_bos and bos and text.startswith(bos):
             text = text[len(bos):]
         if _count_tokens(tokenizer, text) <= limit:
             texts.append(text)

@@ -47,8 +47,8 @@ def uses_dora(cfg: Config, adapter: Path | None) -> bool:
 
 def prepare(rd: RunDir, cfg: Config, plan: Plan, *, resume: bool, allow_dora_merge: bool) -> GrpoSetup:
     from cli.training import backends
+    from cli.training.checkpoints import plan_attempt
     from cli.training.rewards import resolve_rewards
-    from cli.training.stages import plan_attempt
 
     g, child = cfg.grpo, ranks.launched()
     distributed.check_batch(
@@ -113,7 +113,7 @@ def _scale_out_backend(requested: str, chosen: str, plan: Plan) -> str:
 
 def announce_attempt(rd: RunDir, setup: GrpoSetup) -> None:
     """Say which attempt this is: resumed, or new beside earlier attempts' checkpoints."""
-    from cli.training.stages import attempts, latest_checkpoint
+    from cli.training.checkpoints import attempts, latest_checkpoint
 
     earlier = {
         n: f

@@ -191,7 +191,8 @@ def make_callback(
             if tracker is not None:
                 taken = tracker.take()
                 row.update(taken)
-                row["reward_share"] = round(taken["reward_seconds"] / window, 4) if window > 0 else None
+                spent = taken["reward_seconds"] or 0.0
+                row["reward_share"] = round(spent / window, 4) if window > 0 else None
             row["peak_gpu_gib"] = peak_gpu_gib()
             if memory is not None:
                 gen = memory.take_gen_seconds()
