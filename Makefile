@@ -8,7 +8,7 @@ EXTRAS ?= train,gguf,cosine,dev
 help:
 	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)]"
 	@echo "make test     - cargo tests of the reward core, then the pytest suite"
-	@echo "make lint     - ruff, rustfmt --check, clippy -D warnings, mypy stubtest"
+	@echo "make lint     - ruff, mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
 	@echo "make bench    - reward-engine benchmark (bench/bench_rewards.py), outside the test run"
 	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
 	@echo "make demo     - the whole chain on the CPU: prep -> sft -> grpo -> export -> chat"
@@ -28,7 +28,9 @@ test-py:
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 lint:
-	$(PY) -m ruff check cli py_rewards tests bench
+	$(PY) -m ruff check cli py_rewards tests bench tools
+	$(PY) -m mypy
+	$(PY) tools/check_structure.py
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets --features python -- -D warnings

@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    from cli.atomic import atomic_dir
     from cli.models import build_tiny_tokenizer
-    from cli.rundir import atomic_dir
     from py_rewards.spec import get_spec
 
     t0 = time.perf_counter()

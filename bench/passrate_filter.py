@@ -45,29 +45,29 @@ def main(argv: list[str] | None = None) -> int:
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
-    from cli import inference as inf
+    from cli import generation, loading, prompting, scoring
     from cli.models import resolve_model
-    from cli.rundir import RunDir
+    from cli.rundir import RunDir, run_config
     from cli.vllm_generate import _lora_rank
 
     rd = RunDir(args.run)
-    cfg = inf.run_config(rd)
+    cfg = run_config(rd)
     spec = cfg.format_spec()
     full = rd.data_dir / "train.full.parquet"
     src = full if full.exists() else rd.data_dir / "train.parquet"
     df = pd.read_parquet(src)
     if args.limit:
         df = df.iloc[: args.limit].reset_index(drop=True)
-    adapters = inf.available_adapters(rd)
+    adapters = rd.adapters()
     if args.adapter not in adapters:
         print(f"error: no {args.adapter} adapter in {rd.path}", file=sys.stderr)
         return 2
     base = resolve_model(cfg, rd)
-    tok = inf.load_tokenizer(base, spec)
+    tok = loading.load_tokenizer(base, spec)
     budget = args.max_new_tokens or cfg.grpo.max_completion_length or 256
     questions = [str(q) for q in df["question"]]
     answers = [str(a).strip() for a in df["answer"]]
-    ids = [tok(inf.prompt_text(tok, spec, q), add_special_tokens=False)["input_ids"] for q in questions]
+    ids = [tok(prompting.prompt_text(tok, spec, q), add_special_tokens=False)["input_ids"] for q in questions]
     llm = LLM(
         model=str(base),
         tokenizer=str(base),
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         max_num_seqs=512,
         seed=0,
     )
-    eos = inf._eos_ids(tok)
+    eos = generation._eos_ids(tok)
     g = cfg.grpo
     params = SamplingParams(
         n=args.samples,
@@ -102,11 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     comps, golds = [], []
     for res, ans in zip(results, answers, strict=True):
         for o in res.outputs:
-            comps.append(
-                tok.decode(inf._trim(list(o.token_ids), eos, tok.pad_token_id), skip_special_tokens=False)
-            )
+            kept = generation._trim(list(o.token_ids), eos, tok.pad_token_id)
+            comps.append(tok.decode(kept, skip_special_tokens=False))
             golds.append(ans)
-    sc = inf.score(spec, comps, golds)
+    sc = scoring.score(spec, comps, golds)
     n = args.samples
     solved = [sum(sc.correct[i * n : (i + 1) * n]) for i in range(len(df))]
     keep = [i for i, k in enumerate(solved) if k > 0 and (args.keep == "solved" or k < n)]

@@ -1,17 +1,15 @@
-"""Shared pieces of every command: the error type, consoles, option aliases, error handling.
+"""Shared pieces of every command: the error type, consoles, option aliases.
 
 Every user-facing failure is a :class:`GrpoError`: the command prints one line to stderr and exits
-with a non-zero code, never a traceback.
+with a non-zero code, never a traceback (:func:`cli.errors.handle_errors`).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -24,9 +22,6 @@ err_console = Console(stderr=True, highlight=False, width=_WIDTH)
 
 DEFAULT_RUN = Path(os.environ.get("GRPO_RUN", "runs/default"))
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
 class GrpoError(Exception):
     """A failure the user can act on; printed as one line, exit code ``code``."""
 
@@ -35,63 +30,10 @@ class GrpoError(Exception):
         self.code = code
 
 
-def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` to stderr and exit with ``code``."""
-    from rich.markup import escape
-
-    # Escaped: messages hold paths and hints like 'grpo[train]' that rich would read as markup.
-    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def handle_errors(fn: F) -> F:
-    """Turn expected failures into one clear line and a non-zero exit."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from cli import quiet
-
-        # Library warnings, log lines and foreign progress bars go to <run>/logs/grpo.log (--verbose: here).
-        undo = quiet.install(kwargs.get("run"), fn.__name__.rstrip("_"))
-        try:
-            return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except GrpoError as exc:
-            fail(str(exc), exc.code)
-        except KeyboardInterrupt:
-            err_console.print("interrupted")
-            raise typer.Exit(130) from None
-        except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
-            fail(f"{exc.strerror or exc}: {exc.filename}" if getattr(exc, "filename", None) else str(exc))
-        except (ValueError, TypeError) as exc:
-            if os.environ.get("GRPO_DEBUG"):
-                raise
-            fail(str(exc))
-        except ImportError as exc:
-            missing = getattr(exc, "name", None) or str(exc)
-            fail(f"missing dependency {missing!r}: {exc}. "
-                 "Install the training extra: pip install 'grpo[train]'")
-        except MemoryError:
-            fail("out of memory: lower --gens, --max-completion-length or the batch size")
-        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, details on request
-            if os.environ.get("GRPO_DEBUG"):
-                raise
-            # torch.OutOfMemoryError and friends carry their own message.
-            name = type(exc).__name__
-            hint = " (set GRPO_DEBUG=1 for the traceback)"
-            if "OutOfMemory" in name:
-                hint = (" — lower --gens, --max-completion-length or the batch size; "
-                        "see README 'Troubleshooting'")
-            fail(f"{name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else name}{hint}")
-        finally:
-            undo()
-            from cli.rundir import release_locks
-
-            release_locks()
-        return None
-
-    return wrapper  # type: ignore[return-value]
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # ---- option aliases shared by every command -------------------------------------------------
@@ -130,6 +72,3 @@ BackendOpt = Annotated[
                  rich_help_panel="Model"),
 ]
 
-
-def python_exe() -> str:
-    return sys.executable

@@ -2,6 +2,10 @@
 
 The resolved config is written to ``<run>/config.yaml`` by each stage, so later stages need no
 ``--model``: the model chosen at the first stage is remembered by the run.
+
+Long because: every option is declared here once — type, default, help, flag, bounds, choices
+(:func:`cli.settings.setting`) — and the seed presets sit beside the defaults they change; split up,
+the declaration would be in several places again.
 """
 
 from __future__ import annotations
@@ -13,56 +17,113 @@ import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from cli.common import GrpoError
+from cli.settings import check_fields, setting
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
+
+# Seed 000's random seed (``random_state = 3407``): the default of every seeded step (data split, LoRA init,
+# sampling, the tiny model's weights).
+SEED = 3407
 
 SEED_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
+# Help panels of the flags (rich_help_panel).
+MODEL, DATA, TRAIN, SAMPLING, LOG, SCALE = (
+    "Model", "Data", "Training", "Sampling", "Checkpoints and logging", "Several GPUs"
+)  # fmt: skip
+
+
 @dataclass
 class LoraConfig:
-    r: int = 16
-    alpha: int = 16
-    dropout: float = 0.0
-    rslora: bool = True
+    r: int = setting(16, help="LoRA rank.", gt=0)
+    alpha: int = setting(16, help="LoRA alpha (seed 003: 2r).", gt=0)
+    dropout: float = setting(0.0, help="LoRA dropout.", ge=0, lt=1)
+    rslora: bool = setting(True, help="Rank-stabilised LoRA (alpha/sqrt(r)).")
     # DoRA costs ~12x per GRPO step under Unsloth (DESIGN.md) and vLLM cannot serve it: off by default.
-    dora: bool = False
-    target_modules: list[str] = field(default_factory=lambda: list(SEED_TARGETS))
-    gradient_checkpointing: str = "unsloth"
+    dora: bool = setting(
+        False,
+        help="DoRA on a fresh adapter (~12x slower per step; vLLM cannot serve it).",
+        flag="--dora/--no-dora",
+        panel=TRAIN,
+    )
+    target_modules: list[str] = setting(
+        default_factory=lambda: list(SEED_TARGETS), help="Modules LoRA adapts."
+    )
+    gradient_checkpointing: str = setting("unsloth", help="unsloth, true or false.")
 
 
 @dataclass
 class PrepConfig:
-    dataset: str = "gsm8k"
-    source: str | None = None  # local .jsonl/.parquet/.csv instead of the hub
-    split: str | None = None  # hub split; None -> the dataset's own (MATH-500: test; openmath-mini: cot)
-    limit: int | None = None
-    eval_size: int = 50  # held-out prompts for `grpo eval` / export verification
-    prompt_quantile: float = 0.9  # seed 000: keep prompts up to the 90th-percentile token length
-    keep_non_numeric: bool = False  # seed 000 keeps numeric answers only; MATH-style answers need this
-    seed: int = 3407
+    dataset: str = setting("gsm8k", help="dapo, gsm8k, math, openmath-mini or openr1 (`grpo prep NAME`).")
+    source: str | None = setting(
+        None,
+        help="Local .jsonl/.json/.parquet/.csv instead of the hub.",
+        flag="--source",
+        panel=DATA,
+        path=True,
+    )
+    # None -> the dataset's own split (MATH-500: test; openmath-mini: cot)
+    split: str | None = setting(None, help="Hub split (default: the dataset's own).")
+    limit: int | None = setting(None, help="Read only the first N rows.", flag="--limit", panel=DATA, ge=1)
+    eval_size: int = setting(
+        50, help="Prompts held out for evaluation (default 50).", flag="--eval-size", panel=DATA, ge=0
+    )
+    prompt_quantile: float = setting(
+        0.9,
+        help="Keep prompts up to this token-length quantile (seed 000: 0.9).",
+        flag="--quantile",
+        panel=DATA,
+        gt=0,
+        le=1,
+    )
+    keep_non_numeric: bool = setting(
+        False,
+        help="Keep answers that are not numbers (MATH-style: fractions, expressions); seed 000 keeps "
+        "numeric ones only.",
+        flag="--keep-non-numeric/--numeric-only",
+        panel=DATA,
+    )
+    seed: int = setting(SEED, help="Seed of the held-out split.")
 
 
 @dataclass
 class SFTConfig:
-    max_steps: int = 60
-    epochs: float | None = None  # seed 003 trains 2 epochs; max_steps wins when both are set
-    learning_rate: float = 2e-4
-    batch_size: int = 2
-    grad_accum: int = 4
-    warmup_steps: int = 5
-    packing: bool = True
-    num_examples: int = 59  # seed 000: ~59 format examples
-    # keep format examples up to this many tokens (whole chat); 0 = max_seq_length/2 as in seed 000.
+    max_steps: int = setting(
+        60, help="Optimizer steps (seed 000: 60).", flag="--max-steps", panel=TRAIN, ge=0,
+        want="0 (use sft.epochs) or more",
+    )  # fmt: skip
+    # seed 003 trains 2 epochs; max_steps wins when both are set
+    epochs: float | None = setting(None, help="Epochs, when max_steps is 0 (seed 003: 2).", gt=0)
+    learning_rate: float = setting(
+        2e-4, help="Learning rate (seed 000: 2e-4).", flag="--lr", panel=TRAIN, gt=0
+    )
+    batch_size: int = setting(2, help="Examples per device step.", ge=1)
+    grad_accum: int = setting(4, help="Gradient accumulation steps.", ge=1)
+    warmup_steps: int = setting(5, help="Warm-up steps.", ge=0)
+    packing: bool = setting(True, help="Pack short examples into one sequence (needs FlashAttention).")
+    num_examples: int = setting(
+        59, help="How many format examples to train on (seed 000: ~59).", flag="--examples", panel=TRAIN, ge=1
+    )
     # Short worked solutions teach a small model to close the tags before a generation budget runs out.
-    max_example_tokens: int = 0
-    logging_steps: int = 5
-    optim: str = "auto"  # adamw_8bit where bitsandbytes works, else adamw_torch
-    weight_decay: float = 0.0
-    save_steps: int = 0
+    max_example_tokens: int = setting(
+        0,
+        help="Keep format examples up to this many tokens (whole chat); 0: max_seq_length/2 (seed 000).",
+        ge=0,
+        want="0 (max_seq_length/2) or positive",
+    )
+    logging_steps: int = setting(5, help="Log every N steps.", ge=1)
+    optim: str = setting(
+        "auto", help="Optimizer: auto (adamw_8bit where bitsandbytes works, else adamw_torch)."
+    )
+    weight_decay: float = setting(0.0, help="Weight decay.", ge=0)
+    save_steps: int = setting(0, help="Checkpoint every N steps (0: only at the end).", ge=0)
 
 
 @dataclass
@@ -82,53 +143,146 @@ def _seed000_rewards() -> list[RewardSpec]:
 
 @dataclass
 class GRPOConfig:
-    gens: int = 4  # group size G (num_generations)
-    max_steps: int = 100
-    learning_rate: float = 5e-6
-    weight_decay: float = 0.001
-    warmup_ratio: float = 0.1
-    lr_scheduler: str = "linear"
-    optim: str = "auto"
-    temperature: float = 1.0
-    min_p: float = 0.1
-    top_p: float = 1.0
-    top_k: int | None = None
-    beta: float = 0.0
-    loss_type: str = "dapo"
+    gens: int = setting(
+        4,
+        help="Completions per prompt, the group size G (seed 000: 4).",
+        flag="--gens",
+        panel=SAMPLING,
+        ge=2,
+        want="at least 2 (GRPO compares completions within a group)",
+    )
+    max_steps: int = setting(
+        100, help="Optimizer steps (seed 000: 100).", flag="--max-steps", panel=TRAIN, ge=1
+    )
+    learning_rate: float = setting(
+        5e-6, help="Learning rate (seed 000: 5e-6).", flag="--lr", panel=TRAIN, gt=0
+    )
+    weight_decay: float = setting(0.001, help="Weight decay (seed 000: 0.001).", ge=0)
+    warmup_ratio: float = setting(0.1, help="Share of the steps spent warming up.", ge=0, lt=1)
+    lr_scheduler: str = setting("linear", help="Learning-rate schedule (TRL lr_scheduler_type).")
+    optim: str = setting(
+        "auto", help="Optimizer: auto (adamw_8bit where bitsandbytes works, else adamw_torch)."
+    )
+    temperature: float = setting(
+        1.0, help="Sampling temperature (seed 000: 1.0).", flag="--temperature", panel=SAMPLING, gt=0
+    )
+    min_p: float = setting(0.1, help="min_p sampling (seed 000: 0.1).", ge=0, le=1)
+    top_p: float = setting(1.0, help="top_p sampling.", gt=0, le=1)
+    top_k: int | None = setting(None, help="top_k sampling (0 or unset: off).", ge=0, want="0 (off) or more")
+    beta: float = setting(
+        0.0, help="KL coefficient (0: no reference model).", flag="--beta", panel=TRAIN, ge=0
+    )
+    loss_type: str = setting(
+        "dapo", help="TRL loss: dapo, grpo, dr_grpo, bnpo, ...", flag="--loss-type", panel=TRAIN
+    )
     # PPO clip range. Passed explicitly so that every backend trains the same objective: Unsloth turns an
     # explicit loss_type "dapo" into the DAPO paper's clip-higher (0.28) and masked truncations unless
     # told otherwise, while TRL keeps these defaults (what seed 000, which names no loss_type, ran).
-    epsilon: float = 0.2
-    epsilon_high: float | None = None  # None: same as epsilon; DAPO paper: 0.28
-    mask_truncated_completions: bool = False  # DAPO paper: true (truncated completions get no loss)
-    scale_rewards: str = "group"
-    # token: per-token importance ratio (PPO/GRPO); sequence: GSPO, one length-normalised ratio per completion
-    importance_sampling_level: str = "token"
-    batch_size: int | None = None  # per-device prompts*gens; None -> gens (one prompt per step)
-    grad_accum: int = 1
-    max_prompt_length: int | None = None  # None -> prep's p90 cut
-    max_completion_length: int | None = None  # None -> max_seq_length - max_prompt_length
-    save_steps: int = 50
-    logging_steps: int = 1
-    rewards: list[RewardSpec] = field(default_factory=_seed000_rewards)
-    report_to: str = "none"  # tensorboard|wandb|swanlab|none
-    vllm: str = "auto"  # auto|on|off: colocated vLLM through Unsloth's fast_inference
-    vllm_server: str = ""  # HOST:PORT of a `trl vllm-serve` (grpo serve) server: TRL's server mode
+    epsilon: float = setting(0.2, help="PPO clip range.", gt=0)
+    epsilon_high: float | None = setting(None, help="Upper clip (unset: epsilon; DAPO paper: 0.28).", gt=0)
+    mask_truncated_completions: bool = setting(
+        False, help="Truncated completions get no loss (DAPO paper: true)."
+    )
+    scale_rewards: str = setting(
+        "group",
+        help="Advantage scaling: group, batch or none.",
+        flag="--scale-rewards",
+        panel=TRAIN,
+        choices=("group", "batch", "none"),
+    )
+    importance_sampling_level: str = setting(
+        "token",
+        help="Importance ratio per token (PPO/GRPO) or per sequence (GSPO: one length-normalised ratio).",
+        choices=("token", "sequence"),
+    )
+    batch_size: int | None = setting(
+        None,
+        help="Completions per device step; a multiple of --gens (default: --gens, one prompt per step).",
+        flag="--batch-size",
+        panel=SAMPLING,
+        ge=1,
+    )
+    grad_accum: int = setting(1, help="Gradient accumulation steps.", ge=1)
+    max_prompt_length: int | None = setting(None, help="Prompt token cap (default: prep's p90 cut).", ge=1)
+    max_completion_length: int | None = setting(
+        None,
+        help="Completion token cap (default: max_seq_length minus prep's prompt cut).",
+        flag="--max-completion-length",
+        panel=SAMPLING,
+        ge=1,
+    )
+    save_steps: int = setting(
+        50,
+        help="Checkpoint every N steps (0: only at the end).",
+        flag="--save-steps",
+        panel=LOG,
+        ge=0,
+        want="0 (no checkpoints) or more",
+    )
+    logging_steps: int = setting(1, help="Log every N steps.", ge=1)
+    rewards: list[RewardSpec] = setting(
+        default_factory=_seed000_rewards,
+        help="Comma list of name[=weight]: py_rewards names or dotted paths (default: the four seed-000 "
+        "rewards).",
+        flag="--rewards",
+        panel=TRAIN,
+    )
+    report_to: str = setting(
+        "none",
+        help="tensorboard, wandb, swanlab or none.",
+        flag="--report-to",
+        panel=LOG,
+        choices=("none", "tensorboard", "wandb", "swanlab"),
+    )
+    vllm: str = setting(
+        "auto",
+        help="Rollouts through vLLM: auto (GPU + vllm installed), on or off.",
+        flag="--vllm",
+        panel=SAMPLING,
+        choices=("auto", "on", "off"),
+    )
+    vllm_server: str = setting(
+        "",
+        help="HOST:PORT of a TRL vLLM server (`grpo serve`): rollouts come from it (TRL server mode).",
+        flag="--vllm-server",
+        panel=SCALE,
+    )
     # vLLM's share of the GPU: auto sizes it from the rollout (weights + KV + margin); a fraction overrides.
-    gpu_memory_utilization: float | str = "auto"
-    max_grad_norm: float = 1.0
+    gpu_memory_utilization: float | str = setting(
+        "auto", help="vLLM's share of the GPU: auto (sized from the rollout) or a fraction."
+    )
+    max_grad_norm: float = setting(1.0, help="Gradient clipping.", gt=0)
+
+    @property
+    def per_device_batch(self) -> int:
+        """Completions per device step: batch_size, else one prompt's group (gens)."""
+        return self.batch_size or self.gens
 
 
 @dataclass
 class Config:
-    model: str = "tiny"
-    backend: str = "auto"  # auto|unsloth|hf
-    format: Any = "seed000"  # preset name or a mapping of FormatSpec fields
-    preset: str | None = None
-    seed: int = 3407
-    max_seq_length: int = 2048
-    load_in_4bit: bool = False
-    dtype: str = "auto"
+    model: str = setting(
+        "tiny",
+        help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or 'gemma3-270m' (offline "
+        "from PyPI). Remembered by the run.",
+        flag="--model",
+        panel=MODEL,
+    )
+    backend: str = setting(
+        "auto",
+        help="unsloth (default when importable) or hf (transformers + peft + TRL).",
+        flag="--backend",
+        panel=MODEL,
+        choices=("auto", "unsloth", "hf"),
+    )
+    format: Any = setting(
+        "seed000", help="Format preset name (seed000, seed001) or a mapping of FormatSpec fields."
+    )
+    preset: str | None = setting(None, help="Seed preset the run started from.")
+    seed: int = setting(SEED, help="Random seed (seed 000: 3407).")
+    max_seq_length: int = setting(2048, help="Context length of training.", ge=16)
+    load_in_4bit: bool = setting(False, help="Load the base model in 4 bit (QLoRA).")
+    dtype: str = setting("auto", help="auto, bfloat16, float16 or float32.")
     lora: LoraConfig = field(default_factory=LoraConfig)
     prep: PrepConfig = field(default_factory=PrepConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
@@ -137,7 +291,7 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def format_spec(self):  # -> py_rewards.FormatSpec
+    def format_spec(self) -> FormatSpec:
         from py_rewards.spec import get_spec
 
         try:
@@ -412,84 +566,16 @@ def resolve(
 
 
 def validate(cfg: Config) -> None:
-    if cfg.backend not in ("auto", "unsloth", "hf"):
-        raise GrpoError(f"unknown backend {cfg.backend!r} (choose unsloth, hf or auto)")
-    if cfg.grpo.gens < 2:
-        raise GrpoError("--gens must be at least 2: GRPO compares completions within a group")
-    if cfg.grpo.report_to not in ("none", "tensorboard", "wandb", "swanlab"):
-        raise GrpoError(f"unknown --report-to {cfg.grpo.report_to!r} (tensorboard, wandb, swanlab or none)")
-    if cfg.grpo.vllm not in ("auto", "on", "off"):
-        raise GrpoError(f"grpo.vllm must be auto, on or off, not {cfg.grpo.vllm!r}")
+    """Every rule once: the declared bounds and choices of each field, then what spans fields."""
+    if cfg.sft.max_example_tokens < 0:  # its message predates the declared rules (tests and users know it)
+        raise GrpoError("sft.max_example_tokens must be 0 (max_seq_length/2) or positive")
+    check_fields(cfg)
     from cli.training.gpu_memory import parse_utilization
 
     parse_utilization(cfg.grpo.gpu_memory_utilization)
-    if not 0 < cfg.prep.prompt_quantile <= 1:
-        raise GrpoError("prep.prompt_quantile must be in (0, 1]")
-    if cfg.lora.r <= 0:
-        raise GrpoError("lora.r must be positive")
-    _check_ranges(cfg)
-    if cfg.sft.max_example_tokens < 0:
-        raise GrpoError("sft.max_example_tokens must be 0 (max_seq_length/2) or positive")
-    cfg.format_spec()  # raises on a bad format section
-
-
-def _check_ranges(cfg: Config) -> None:
-    """Values that type-check but make no sense: refused with the key, before anything runs."""
-    g, t, lora = cfg.grpo, cfg.sft, cfg.lora
-    rules: list[tuple[str, Any, bool, str]] = [
-        ("max_seq_length", cfg.max_seq_length, cfg.max_seq_length >= 16, "at least 16"),
-        ("grpo.max_steps", g.max_steps, g.max_steps >= 1, "at least 1"),
-        ("grpo.learning_rate", g.learning_rate, g.learning_rate > 0, "positive"),
-        ("grpo.temperature", g.temperature, g.temperature > 0, "positive"),
-        ("grpo.min_p", g.min_p, 0 <= g.min_p <= 1, "in [0, 1]"),
-        ("grpo.top_p", g.top_p, 0 < g.top_p <= 1, "in (0, 1]"),
-        ("grpo.top_k", g.top_k, g.top_k is None or g.top_k >= 0, "0 (off) or more"),
-        ("grpo.beta", g.beta, g.beta >= 0, "0 or more"),
-        ("grpo.epsilon", g.epsilon, g.epsilon > 0, "positive"),
-        ("grpo.epsilon_high", g.epsilon_high, g.epsilon_high is None or g.epsilon_high > 0, "positive"),
-        ("grpo.warmup_ratio", g.warmup_ratio, 0 <= g.warmup_ratio < 1, "in [0, 1)"),
-        ("grpo.weight_decay", g.weight_decay, g.weight_decay >= 0, "0 or more"),
-        ("grpo.grad_accum", g.grad_accum, g.grad_accum >= 1, "at least 1"),
-        ("grpo.batch_size", g.batch_size, g.batch_size is None or g.batch_size >= 1, "at least 1"),
-        ("grpo.save_steps", g.save_steps, g.save_steps >= 0, "0 (no checkpoints) or more"),
-        ("grpo.logging_steps", g.logging_steps, g.logging_steps >= 1, "at least 1"),
-        ("grpo.max_grad_norm", g.max_grad_norm, g.max_grad_norm > 0, "positive"),
-        (
-            "grpo.importance_sampling_level",
-            g.importance_sampling_level,
-            g.importance_sampling_level in ("token", "sequence"),
-            "token or sequence",
-        ),
-        (
-            "grpo.max_completion_length",
-            g.max_completion_length,
-            g.max_completion_length is None or g.max_completion_length >= 1,
-            "at least 1",
-        ),
-        (
-            "grpo.max_prompt_length",
-            g.max_prompt_length,
-            g.max_prompt_length is None or g.max_prompt_length >= 1,
-            "at least 1",
-        ),
-        ("sft.max_steps", t.max_steps, t.max_steps >= 0, "0 (use sft.epochs) or more"),
-        ("sft.epochs", t.epochs, t.epochs is None or t.epochs > 0, "positive"),
-        ("sft.learning_rate", t.learning_rate, t.learning_rate > 0, "positive"),
-        ("sft.batch_size", t.batch_size, t.batch_size >= 1, "at least 1"),
-        ("sft.grad_accum", t.grad_accum, t.grad_accum >= 1, "at least 1"),
-        ("sft.warmup_steps", t.warmup_steps, t.warmup_steps >= 0, "0 or more"),
-        ("sft.num_examples", t.num_examples, t.num_examples >= 1, "at least 1"),
-        ("sft.logging_steps", t.logging_steps, t.logging_steps >= 1, "at least 1"),
-        ("lora.alpha", lora.alpha, lora.alpha > 0, "positive"),
-        ("lora.dropout", lora.dropout, 0 <= lora.dropout < 1, "in [0, 1)"),
-        ("prep.eval_size", cfg.prep.eval_size, cfg.prep.eval_size >= 0, "0 or more"),
-        ("prep.limit", cfg.prep.limit, cfg.prep.limit is None or cfg.prep.limit >= 1, "at least 1"),
-    ]
-    for key, value, ok, want in rules:
-        if not ok:
-            raise GrpoError(f"config {key!r} must be {want}, not {value!r}")
-    if t.max_steps == 0 and t.epochs is None:
+    if cfg.sft.max_steps == 0 and cfg.sft.epochs is None:
         raise GrpoError("config 'sft.max_steps' is 0: set sft.epochs, or a number of steps")
+    cfg.format_spec()  # raises on a bad format section
 
 
 def to_yaml(cfg: Config) -> str:

@@ -30,10 +30,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cli.common import GrpoError
+from cli.run_data import strip_think
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 
@@ -57,23 +61,21 @@ class HubDataset:
     split: str
     purpose: str = "grpo"  # grpo: train/eval prompts; sft: format warm-up examples (sft.parquet)
     sample: str | None = None  # bundled fallback in cli/data/samples when the hub is unreachable
-    note: str = ""
 
 
 DATASETS: dict[str, HubDataset] = {
-    # Seed 000 Stage 2. The "en" config is the English subset of the processed DAPO set.
-    "dapo": HubDataset("dapo", "open-r1/DAPO-Math-17k-Processed", "en", "train", sample="dapo_math.parquet",
-                       note="seed 000 GRPO set; answers parsed with parse_dapo"),
-    "gsm8k": HubDataset("gsm8k", "openai/gsm8k", "main", "train", sample="gsm8k_train.jsonl",
-                        note="grade-school math, '#### N' answers"),
-    "math": HubDataset("math", "HuggingFaceH4/MATH-500", None, "test", sample="math500.jsonl",
-                       note="MATH500; mostly non-numeric answers (see --keep-non-numeric)"),
+    # Seed 000 Stage 2. The "en" config is the English subset of the processed DAPO set; answers are
+    # parsed with parse_dapo. gsm8k: '#### N' answers. math: MATH500, mostly non-numeric answers
+    # (--keep-non-numeric).
+    "dapo": HubDataset("dapo", "open-r1/DAPO-Math-17k-Processed", "en", "train", sample="dapo_math.parquet"),
+    "gsm8k": HubDataset("gsm8k", "openai/gsm8k", "main", "train", sample="gsm8k_train.jsonl"),
+    "math": HubDataset("math", "HuggingFaceH4/MATH-500", None, "test", sample="math500.jsonl"),
     # Seed 000 Stage 1: the SFT format warm-up set.
     # Offline: GSM8K's worked solutions (numeric answers) stand in (no OpenMathReasoning sample is public).
     "openmath-mini": HubDataset("openmath-mini", "unsloth/OpenMathReasoning-mini", None, "cot", purpose="sft",
-                                sample="gsm8k_train.jsonl", note="seed 000 SFT warm-up set -> sft.parquet"),
+                                sample="gsm8k_train.jsonl"),
     # Seed 001.
-    "openr1": HubDataset("openr1", "open-r1/OpenR1-Math-220k", None, "train", note="seed 001 set"),
+    "openr1": HubDataset("openr1", "open-r1/OpenR1-Math-220k", None, "train"),
 }
 
 
@@ -93,17 +95,15 @@ class Loaded:
 
     records: list[Any]
     source: str  # a path, "hub:<repo>" or "bundled:<file>"
-    origin: str  # file | hub | bundled
     sha256: str | None = None
     bad: Counter = field(default_factory=Counter)  # rows unreadable at load time (bad JSON lines)
     rows_read: int = 0
     fingerprint: str | None = None
-    note: str | None = None
 
 
 def read_file(path: Path, limit: int | None = None) -> Loaded:
     """Read a local data file into raw records (the first ``limit`` rows)."""
-    from cli.rundir import file_sha256
+    from cli.atomic import file_sha256
 
     path = Path(path).expanduser()
     if not path.exists():
@@ -151,7 +151,7 @@ def _read_jsonl(path: Path, limit: int | None) -> Loaded:
                 first_error = first_error or f"line {n}: {exc.msg}"
     if n and not records:
         raise GrpoError(f"cannot read {path}: no line is valid JSON ({first_error}); is it JSON Lines?")
-    return Loaded(records, str(path), "file", bad=bad, rows_read=n)
+    return Loaded(records, str(path), bad=bad, rows_read=n)
 
 
 def _read_json(path: Path, limit: int | None) -> Loaded:
@@ -169,7 +169,7 @@ def _read_json(path: Path, limit: int | None) -> Loaded:
         raise GrpoError(f"cannot read {path}: expected a JSON array of rows")
     if limit is not None:
         data = data[:limit]
-    return Loaded(data, str(path), "file", rows_read=len(data))
+    return Loaded(data, str(path), rows_read=len(data))
 
 
 def _read_parquet(path: Path, limit: int | None) -> Loaded:
@@ -196,7 +196,7 @@ def _read_parquet(path: Path, limit: int | None) -> Loaded:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GrpoError(f"cannot read {path}: not a valid Parquet file ({msg})") from None
     records = table.to_pylist() if table is not None else []
-    return Loaded(records, str(path), "file", rows_read=len(records))
+    return Loaded(records, str(path), rows_read=len(records))
 
 
 def _read_csv(path: Path, limit: int | None) -> Loaded:
@@ -208,7 +208,7 @@ def _read_csv(path: Path, limit: int | None) -> Loaded:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GrpoError(f"cannot read {path}: not a valid CSV file ({msg})") from None
     records = df.to_dict("records")
-    return Loaded(records, str(path), "file", rows_read=len(records))
+    return Loaded(records, str(path), rows_read=len(records))
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -245,14 +245,14 @@ def offline_unless_reachable(timeout: float = 3.0) -> Iterator[bool]:
                 mods.append(importlib.import_module(name))
             except ImportError:
                 pass
-    saved = [(m, m.HF_HUB_OFFLINE) for m in mods if hasattr(m, "HF_HUB_OFFLINE")]
+    saved = [(m, getattr(m, "HF_HUB_OFFLINE")) for m in mods if hasattr(m, "HF_HUB_OFFLINE")]  # noqa: B009
     try:
         for m, _ in saved:
-            m.HF_HUB_OFFLINE = True
+            setattr(m, "HF_HUB_OFFLINE", True)  # noqa: B010 - typed modules do not all declare it
         yield offline
     finally:
         for m, value in saved:
-            m.HF_HUB_OFFLINE = value
+            setattr(m, "HF_HUB_OFFLINE", value)  # noqa: B010
 
 
 def is_hub_model(name: str) -> bool:
@@ -285,7 +285,7 @@ def load_hub(ds: HubDataset, split: str | None = None, limit: int | None = None)
     keep = [c for c in dataset.column_names if c in USEFUL_COLUMNS]
     dataset = dataset.select_columns(keep)
     records = dataset.to_list()
-    return Loaded(records, f"hub:{ds.repo}" + (f"/{ds.config}" if ds.config else "") + f"[{split}]", "hub",
+    return Loaded(records, f"hub:{ds.repo}" + (f"/{ds.config}" if ds.config else "") + f"[{split}]",
                   rows_read=len(records), fingerprint=getattr(dataset, "_fingerprint", None))
 
 
@@ -298,7 +298,6 @@ def load_bundled(ds: HubDataset, limit: int | None = None) -> Loaded:
     assert ds.sample is not None
     loaded = read_file(SAMPLES / ds.sample, limit)
     loaded.source = f"bundled:{ds.sample}"
-    loaded.origin = "bundled"
     return loaded
 
 
@@ -431,9 +430,10 @@ def _row_problem_answer(r: Mapping[str, Any]) -> tuple[str, str, str | None]:
     try:
         answer = _answer_text(r.get("answer"))
     except BadRow:
-        answer = last_boxed(solution) if solution else None
-        if not answer:
+        boxed = last_boxed(solution) if solution else None
+        if not boxed:
             raise
+        answer = boxed
     return q, answer, solution
 
 
@@ -456,7 +456,7 @@ def _row_openmath(r: Mapping[str, Any]) -> tuple[str, str, str | None]:
     if not answer:
         raise BadRow("empty answer")
     sol = r.get("generated_solution")
-    solution = sol.replace("<think>", "").replace("</think>", "").strip() if isinstance(sol, str) else None
+    solution = strip_think(sol) if isinstance(sol, str) else None
     return q, answer, solution or None
 
 
@@ -476,9 +476,10 @@ def _row_verl(r: Mapping[str, Any]) -> tuple[str, str, str | None]:
         try:
             answer = _answer_text(gt.get("target"))
         except BadRow:
-            answer = last_boxed(solution) if solution else None
-            if not answer:
+            boxed = last_boxed(solution) if solution else None
+            if not boxed:
                 raise
+            answer = boxed
     else:  # DAPO copy: the answer itself
         answer = _answer_text(gt)
     try:
@@ -609,7 +610,7 @@ def percentiles(lengths: Sequence[int]) -> dict[str, float]:
     if len(lengths) == 0:
         return {}
     arr = np.asarray(lengths)
-    out = {"min": int(arr.min())}
+    out: dict[str, float] = {"min": int(arr.min())}
     for p in (50, 90, 95, 99):
         out[f"p{p}"] = float(np.percentile(arr, p))
     out["max"] = int(arr.max())
@@ -617,7 +618,7 @@ def percentiles(lengths: Sequence[int]) -> dict[str, float]:
     return out
 
 
-def prompt_lengths(tokenizer: Any, spec: Any, questions: Sequence[str], batch: int = 512) -> list[int]:
+def prompt_lengths(tokenizer: Any, spec: FormatSpec, questions: Sequence[str], batch: int = 512) -> list[int]:
     """Token length of each question's generation prompt (system + user + reasoning-start tag).
 
     Seed 000: ``len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True))``;
@@ -632,7 +633,7 @@ def prompt_lengths(tokenizer: Any, spec: Any, questions: Sequence[str], batch: i
     return out
 
 
-def conversation_lengths(tokenizer: Any, spec: Any, questions: Sequence[str], answers: Sequence[str],
+def conversation_lengths(tokenizer: Any, spec: FormatSpec, questions: Sequence[str], answers: Sequence[str],
                          solutions: Sequence[str | None], batch: int = 256) -> list[int]:
     """Token length of whole SFT conversations (seed 000 ``format_row``; capped at max_seq_length // 2)."""
     out: list[int] = []

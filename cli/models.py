@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cli.atomic import atomic_dir
 from cli.common import GrpoError
-from cli.rundir import RunDir, atomic_dir
+from cli.config import SEED
+from cli.rundir import RunDir
+
+if TYPE_CHECKING:
+    from cli.config import Config
+    from py_rewards.spec import FormatSpec
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 
@@ -36,7 +42,7 @@ def _training_text() -> list[str]:
     return lines
 
 
-def build_tiny_tokenizer(spec: Any) -> Any:
+def build_tiny_tokenizer(spec: FormatSpec) -> Any:
     """Byte-level BPE trained on the bundled GSM8K sample, with the spec's chat template."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -62,7 +68,7 @@ def build_tiny_tokenizer(spec: Any) -> Any:
     return fast
 
 
-def build_tiny(dest: Path, spec: Any, seed: int = 3407) -> Path:
+def build_tiny(dest: Path, spec: FormatSpec, seed: int = SEED) -> Path:
     """Write a random 2-layer Qwen3 + tokenizer to ``dest`` (atomically)."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -93,7 +99,7 @@ def build_tiny(dest: Path, spec: Any, seed: int = 3407) -> Path:
     return dest
 
 
-def resolve_model(cfg: Any, run: RunDir) -> str:
+def resolve_model(cfg: Config, run: RunDir) -> str:
     """Turn ``cfg.model`` into something ``from_pretrained`` loads (building built-ins on first use)."""
     name = str(cfg.model)
     if name == "tiny":
@@ -119,7 +125,7 @@ def resolve_model(cfg: Any, run: RunDir) -> str:
     return name  # a hub id
 
 
-def describe_model(cfg: Any) -> str:
+def describe_model(cfg: Config) -> str:
     """One line naming the model a run uses and where the choice came from (`grpo prep` prints it)."""
     name = str(cfg.model)
     what = {
@@ -207,6 +213,21 @@ def _gguf_to_hf(folder: Path, gguf_name: str, dest: Path) -> None:
         tokenizer.save_pretrained(tmp)
 
 
+def _spm_merges(vocab: dict[str, int], scores: list[float], types: list[int]) -> list[tuple[str, str]]:
+    """BPE merges of a sentencepiece vocabulary, in merge order (score = -merge rank)."""
+    normal = 1  # llama.cpp token type of a plain piece
+    merges: list[tuple[float, int, int, str, str]] = []
+    for piece, i in vocab.items():
+        if types[i] != normal or len(piece) < 2:
+            continue
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in vocab and right in vocab:
+                merges.append((-scores[i], vocab[left], vocab[right], left, right))
+    merges.sort()
+    return [(a, b) for *_, a, b in merges]
+
+
 def gguf_spm_tokenizer(gguf_path: Path) -> Any:
     """The SentencePiece-BPE tokenizer stored in a llama.cpp GGUF (``tokenizer.ggml.model == "llama"``).
 
@@ -243,20 +264,11 @@ def gguf_spm_tokenizer(gguf_path: Path) -> Any:
     tokens = [bytes(p).decode("utf-8", errors="replace") for p in array("tokenizer.ggml.tokens")]
     scores = [float(p[0]) for p in array("tokenizer.ggml.scores")]
     types = [int(p[0]) for p in array("tokenizer.ggml.token_type")]
-    vocab = {tok: i for i, tok in enumerate(tokens)}
-    NORMAL, CONTROL, USER = 1, 3, 4  # llama.cpp token types
-    merges: list[tuple[float, int, int, str, str]] = []
-    for tok, i in vocab.items():
-        if types[i] != NORMAL or len(tok) < 2:
-            continue
-        for cut in range(1, len(tok)):
-            left, right = tok[:cut], tok[cut:]
-            if left in vocab and right in vocab:
-                merges.append((-scores[i], vocab[left], vocab[right], left, right))
-    merges.sort()
+    vocab = {piece: i for i, piece in enumerate(tokens)}
+    CONTROL, USER = 3, 4  # llama.cpp token types
     bpe = BPE(
         vocab=vocab,
-        merges=[(a, b) for *_, a, b in merges],
+        merges=_spm_merges(vocab, scores, types),
         unk_token=tokens[int(scalar("tokenizer.ggml.unknown_token_id", 3))],
         fuse_unk=True,
         byte_fallback=True,
@@ -293,7 +305,7 @@ def gguf_spm_tokenizer(gguf_path: Path) -> Any:
     )
 
 
-def load_tokenizer(cfg: Any, run: RunDir) -> Any:
+def load_tokenizer(cfg: Config, run: RunDir) -> Any:
     """The model's tokenizer with the run's chat template (seed 000 template from the format contract)."""
     from transformers import AutoTokenizer
 

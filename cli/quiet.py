@@ -78,7 +78,9 @@ class _LazyLog(io.TextIOBase):
 
     def fileno(self) -> int:
         # Code that needs a real descriptor (faulthandler, subprocess) gets the terminal's stderr.
-        return (_real[1] if _real else sys.__stderr__).fileno()
+        stream = _real[1] if _real else sys.__stderr__
+        assert stream is not None
+        return stream.fileno()
 
     def close_file(self) -> None:
         if self._fh is not None:

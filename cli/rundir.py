@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli import quiet
+from cli.atomic import atomic_write_json, atomic_write_text
 from cli.common import GrpoError
-from cli.distributed import is_main as _is_main
+from cli.ranks import is_main as _is_main
+
+if TYPE_CHECKING:
+    from cli.config import Config
 
 # Which command makes each artifact: used to tell the user what to run first.
 PRODUCER = {
@@ -32,6 +33,24 @@ PRODUCER = {
     "grpo": "grpo grpo",
     "export": "grpo export",
 }
+
+ADAPTER_STAGES = ("grpo", "sft")  # the stages that train a LoRA, the later one first
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+MERGED_DIRNAME = "merged-16bit"  # <run>/export/merged-16bit: `grpo export --merged 16bit`
+
+
+def has_adapter(path: Path) -> bool:
+    """A whole peft adapter folder: its config and its weights."""
+    return (path / "adapter_config.json").is_file() and any((path / w).is_file() for w in ADAPTER_WEIGHTS)
+
+
+def _adapter_mtime(path: Path) -> float:
+    return max(
+        (path / name).stat().st_mtime
+        for name in ("adapter_config.json", *ADAPTER_WEIGHTS)
+        if (path / name).exists()
+    )
+
 
 VERSIONED_PACKAGES = (
     "grpo",
@@ -66,93 +85,6 @@ def package_versions(names: tuple[str, ...] = VERSIONED_PACKAGES) -> dict[str, s
     return out
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (Linux: /proc/self/status). Setting it and putting it
-    back, the only portable way, would briefly change the mode of files other threads create."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes 0600 files: give the file the mode open() would (a run directory shared between users
-        # or nodes must stay readable to them).
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
-
-
-@contextlib.contextmanager
-def atomic_dir(final: Path) -> Iterator[Path]:
-    """Yield a temp folder beside ``final``; on success it replaces ``final`` in one rename."""
-    final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    try:
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes 0700 folders
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old.{os.getpid()}")
-        os.replace(final, old)
-    os.replace(tmp, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-# ---- one writer per run directory ---------------------------------------------------------------
-LOCK_NAME = ".grpo.lock"  # who holds the run (pid, command, since), there only while it is held
-_HELD: dict[str, int] = {}  # resolved run path -> fd of the locked run folder, held by this process
-
-
-def release_locks() -> None:
-    """Let go of every run directory this process holds (each command's end; process exit does it too)."""
-    import fcntl
-
-    for path, fd in _HELD.items():
-        with contextlib.suppress(OSError):
-            os.unlink(Path(path) / LOCK_NAME)
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-    _HELD.clear()
 
 
 class RunDir:
@@ -198,53 +130,61 @@ class RunDir:
     def metrics_path(self) -> Path:
         return self.logs_dir / "metrics.jsonl"
 
+    # ---- adapters ---------------------------------------------------------------------------
+    def adapter_dir(self, stage: str) -> Path:
+        """``<run>/<stage>/adapter``: where `grpo sft` / `grpo grpo` save their LoRA."""
+        return self.path / stage / "adapter"
+
+    def adapters(self) -> dict[str, Path]:
+        """Trained adapters of the run by stage (``grpo``, ``sft``), only those present."""
+        return {s: self.adapter_dir(s) for s in ADAPTER_STAGES if has_adapter(self.adapter_dir(s))}
+
+    def pick_adapter(self, stage: str | None = None) -> tuple[str, Path]:
+        """The adapter of ``stage``, or the newest one (GRPO wins a tie: it is the later stage)."""
+        self.require_exists()
+        found = self.adapters()
+        if stage not in (None, "auto", "newest"):
+            if stage not in ADAPTER_STAGES:
+                raise GrpoError(f"unknown adapter source {stage!r} (choose grpo or sft)")
+            if stage not in found:
+                raise GrpoError(
+                    f"no {stage} adapter in {self.path} ({stage}/adapter): "
+                    f"run `grpo {stage} --run {self.path}` first"
+                )
+            return stage, found[stage]
+        if not found:
+            raise GrpoError(
+                f"nothing trained yet in {self.path}: no sft/adapter or grpo/adapter — run "
+                f"`grpo sft --run {self.path}` (then `grpo grpo`) first"
+            )
+        # Newest by the manifest's stage end times (they survive copies), else by file time; ties: GRPO.
+        try:
+            stages = self.manifest().get("stages", {})
+        except GrpoError:
+            stages = {}
+        finished = {s: str(stages.get(s, {}).get("finished") or "") for s in found}
+        if all(finished.values()):
+            best = max(found, key=lambda s: (finished[s], s == "grpo"))
+        else:
+            best = max(found, key=lambda s: (_adapter_mtime(found[s]), s == "grpo"))
+        return best, found[best]
+
     # ---- checks ----------------------------------------------------------------------------
+    def require_exists(self) -> None:
+        """Fail with the command that starts a run when the run directory does not exist."""
+        if not self.path.is_dir():
+            raise GrpoError(
+                f"no run directory at {self.path}: start a run with `grpo prep NAME --run {self.path}` "
+                "(or pass --run DIR)"
+            )
     def exists(self) -> bool:
         return self.path.is_dir()
 
     def hold(self, command: str) -> None:
-        """Become the one writer of this run directory until the command ends.
+        """Become the one writer of this run directory until the command ends (:mod:`cli.runlock`)."""
+        from cli.runlock import hold
 
-        Two commands writing one run at once mixed their checkpoints, config, adapter and metrics. The
-        lock is ``flock`` on the run folder: the kernel drops it when its process dies, so a lock left by
-        a killed command is simply taken over. ``.grpo.lock`` names the holder while it holds. The ranks of
-        ``grpo grpo --gpus N`` run under their parent's lock; a run directory that does not exist yet has
-        nothing to protect.
-        """
-        import fcntl
-
-        if os.environ.get("GRPO_LAUNCHED") == "1" or not self.path.is_dir():
-            return
-        key = str(self.path.resolve())
-        if key in _HELD:
-            return
-        try:  # the lock is on the folder itself: a failed command leaves no file behind
-            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            try:
-                holder = json.loads((self.path / LOCK_NAME).read_text())
-            except (OSError, ValueError):
-                holder = {}
-            who = "another grpo command"
-            if holder:
-                who = f"`{holder.get('command')}` (pid {holder.get('pid')}, since {holder.get('since')})"
-            raise GrpoError(
-                f"{self.path} is in use by {who}: wait for it to end or stop it — two commands writing one "
-                "run directory would mix their checkpoints, config and metrics"
-            ) from None
-        info = {
-            "pid": os.getpid(),
-            "command": command,
-            "since": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        }
-        with contextlib.suppress(OSError):  # the message's detail only: a read-only run still locks
-            atomic_write_text(self.path / LOCK_NAME, json.dumps(info) + "\n")
-        _HELD[key] = fd
+        hold(self.path, command)
 
     def ensure(self) -> None:
         if self.path.exists() and not self.path.is_dir():
@@ -258,11 +198,7 @@ class RunDir:
 
     def require(self, path: Path, stage: str, what: str | None = None) -> Path:
         """Return ``path`` or fail telling which command makes it."""
-        if not self.path.is_dir():
-            raise GrpoError(
-                f"no run directory at {self.path}: start a run with `grpo prep NAME --run {self.path}` "
-                "(or pass --run DIR)"
-            )
+        self.require_exists()
         if not Path(path).exists():
             hint = PRODUCER.get(stage, f"grpo {stage}")
             raise GrpoError(
@@ -279,7 +215,7 @@ class RunDir:
 
         return load_yaml(self.config_path)
 
-    def save_config(self, cfg: Any) -> None:
+    def save_config(self, cfg: Config) -> None:
         from cli.config import to_yaml
 
         if not _is_main():
@@ -314,7 +250,7 @@ class RunDir:
         atomic_write_json(self.manifest_path, data)
 
     @contextlib.contextmanager
-    def stage(self, name: str, cfg: Any, **extra: Any) -> Iterator[dict[str, Any]]:
+    def stage(self, name: str, cfg: Config, **extra: Any) -> Iterator[dict[str, Any]]:
         """Time a stage and record it (versions, contract hash, timings) when it succeeds.
 
         The yielded dict collects stage results (data hashes, output paths, metrics).
@@ -385,7 +321,7 @@ def resolve_config(
     config_file: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     dry_run: bool = False,
-) -> Any:
+) -> Config:
     """Resolve the config of ``run`` (saved < preset < --config < flags); ``--dry-run`` prints, exits."""
     from cli.config import resolve, to_yaml
 
@@ -412,3 +348,9 @@ def dry_run_exit(run: RunDir, config_file: Path | None, command: str, options: M
     opts = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
     typer.echo(to_yaml(cfg) + yaml.safe_dump({command: opts}, sort_keys=False), nl=False, file=quiet.stdout())
     raise typer.Exit(0)
+
+
+def run_config(run: RunDir, config_file: Path | None = None) -> Config:
+    """The config of an existing run (the model it was trained on, the format contract), + ``--config``."""
+    run.require_exists()
+    return resolve_config(run, config_file=config_file)

@@ -73,7 +73,7 @@ def generate_all(
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
-    from cli.inference import Generation, _eos_ids, _trim
+    from cli.generation import Generation, _eos_ids, _trim
     from cli.training.gpu_memory import model_shape, plan_vllm
 
     ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]

@@ -131,7 +131,7 @@ def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False)
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from cli.inference import load_tokenizer
+    from cli.loading import load_tokenizer
     from py_rewards.spec import get_spec
 
     spec = get_spec()

@@ -61,7 +61,7 @@ def test_template_without_bos_is_seed000_text(preset: str) -> None:
 
 
 def test_one_bos_on_every_path(tmp_path) -> None:
-    from cli import inference as inf
+    from cli import prompting
     from cli.training.data import sft_dataset
 
     spec = get_spec("seed000")
@@ -72,7 +72,7 @@ def test_one_bos_on_every_path(tmp_path) -> None:
     ids = enc["input_ids"]
     assert ids[0] == bos and ids.count(bos) == 1
     # eval / chat / export verification: rendered text, tokenized without special tokens
-    prompt = inf.prompt_text(tok, spec, "What is 2+3?")
+    prompt = prompting.prompt_text(tok, spec, "What is 2+3?")
     ids = tok(prompt, add_special_tokens=False)["input_ids"]
     assert ids[0] == bos and ids.count(bos) == 1
     # SFT: TRL tokenizes the plain text with special tokens

@@ -227,6 +227,11 @@ def test_eval_bad_inputs(run_dir, tmp_path):
     (run / "data" / "eval.parquet").unlink()
     assert "grpo prep" in one_error_line(invoke("eval", "--run", run))
     assert not (run / "eval").exists()
+    run = copy_run(run_dir, tmp_path / "run-no-sft")
+    shutil.rmtree(run / "sft" / "adapter")
+    # Issue #12: this once ended in UnboundLocalError ('rewards_source') after loading the base model.
+    assert "grpo sft" in one_error_line(invoke("eval", "--run", run, "--models", "sft"))
+    assert not (run / "eval").exists()
     run = copy_run(run_dir, tmp_path / "run2")
     weights = run / "sft" / "adapter" / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
@@ -236,7 +241,8 @@ def test_eval_bad_inputs(run_dir, tmp_path):
 
 def test_eval_png_shows_zero_values_and_wraps_labels(tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from cli.commands.eval import LABELS, plot_png
+    from cli.eval_report import plot_png
+    from cli.evaluation import LABELS
     from cli.plots import wrap_label
 
     results = [
@@ -246,7 +252,7 @@ def test_eval_png_shows_zero_values_and_wraps_labels(tmp_path) -> None:
     png = plot_png(results, "test")
     assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n"
     # Every bar carries its value: a zero is a visible "0%", not a missing bar.
-    from cli.commands.eval import eval_figure
+    from cli.eval_report import eval_figure
 
     fig = eval_figure(results, "test")
     shown = [t.get_text() for t in fig.axes[0].texts]

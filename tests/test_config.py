@@ -108,7 +108,7 @@ def test_a_model_folder_s_own_code_never_runs(tiny_model_dir: Path, tmp_path: Pa
     import json
     import shutil
 
-    from cli import inference as inf
+    from cli import loading
 
     folder = tmp_path / "evil"
     shutil.copytree(tiny_model_dir, folder)
@@ -130,6 +130,6 @@ def test_a_model_folder_s_own_code_never_runs(tiny_model_dir: Path, tmp_path: Pa
 
     monkeypatch.setattr(builtins, "input", user_says_yes)
     with pytest.raises(GrpoError) as info:
-        inf.load_hf(folder, device="cpu")
+        loading.load_hf(folder, device="cpu")
     assert "custom code" in str(info.value) and "\n" not in str(info.value)
     assert not asked and not marker.exists()

@@ -257,7 +257,7 @@ def test_q4_k_m_with_whole_k_blocks_loads_and_runs_in_llama_cpp(tmp_path) -> Non
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from cli import gguf as gg
-    from cli.inference import GGUFModel
+    from cli.generation import GGUFModel
     from cli.models import build_tiny_tokenizer
     from py_rewards.spec import get_spec
 
@@ -273,7 +273,7 @@ def test_q4_k_m_with_whole_k_blocks_loads_and_runs_in_llama_cpp(tmp_path) -> Non
     Qwen3ForCausalLM(config).save_pretrained(hf)
     tok.save_pretrained(hf)
     f16, q4 = tmp_path / "m-f16.gguf", tmp_path / "m-q4_k_m.gguf"
-    gg.convert(hf, f16, "f16")
+    gg.convert_many(hf, [(f16, "f16")])
     gg.quantize(f16, q4, "q4_k_m")
     types = Counter(t.tensor_type.name for t in GGUFReader(str(q4)).tensors)
     # llama-quantize's q4_k_m on 8 layers: attn_v and ffn_down of layers 0, 3, 6, 7 and output → Q6_K.
@@ -304,7 +304,7 @@ def test_tensor_types_follow_llama_quantize() -> None:
 
 
 def test_export_warns_when_an_artifact_loses_the_format() -> None:
-    from cli.commands.export import _degraded
+    from cli.export.report import degraded
 
     def art(name: str, kind: str, hf: float, got: float) -> dict:
         return {
@@ -314,7 +314,7 @@ def test_export_warns_when_an_artifact_loses_the_format() -> None:
         }
 
     # Gemma-3-270M's measured case: q4_k_m 0.00 vs 1.12 (warned), q8_0 0.75 vs 1.12 (kept).
-    warned = _degraded(
+    warned = degraded(
         [
             art("gguf-q8_0", "gguf", 1.125, 0.75),
             art("gguf-q4_k_m", "gguf", 1.125, 0.0),

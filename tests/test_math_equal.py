@@ -230,7 +230,7 @@ def test_grpo_config_resolves_check_math_answer() -> None:
 
 def test_eval_scores_both_rules_side_by_side() -> None:
     """`grpo eval`'s verdicts: the seed rule misses LaTeX answers that math_equal accepts."""
-    from cli.inference import score
+    from cli.scoring import score
 
     spec = py_rewards.get_spec("seed000")
     done = "working<end_working_out><SOLUTION>{}</SOLUTION>".format

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli.rundir import RunDir, atomic_dir, atomic_write_text, release_locks
+from cli.atomic import atomic_dir, atomic_write_text
+from cli.rundir import RunDir
+from cli.runlock import release_locks
 
 
 @pytest.fixture

@@ -294,7 +294,7 @@ def test_torch_logprob_stand_in_matches_log_softmax() -> None:
 
 
 def test_latest_checkpoint_picks_the_highest_step(tmp_path: Path) -> None:
-    from cli.training.stages import latest_checkpoint
+    from cli.training.checkpoints import latest_checkpoint
 
     assert latest_checkpoint(tmp_path / "none") is None
     for n in (2, 10, 9):
@@ -429,7 +429,7 @@ def _ckpt(folder: Path, step: int) -> Path:
 
 def test_attempts_keep_checkpoints_apart_and_resume_the_most_recent(tmp_path: Path) -> None:
     from cli.common import GrpoError
-    from cli.training.stages import plan_attempt
+    from cli.training.checkpoints import plan_attempt
 
     ckpts = tmp_path / "grpo" / "checkpoints"
     with pytest.raises(GrpoError, match="no checkpoint"):

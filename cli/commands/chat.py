@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,9 +27,12 @@ from cli.common import (
     RunOpt,
     console,
     err_console,
-    handle_errors,
 )
-from cli.rundir import RunDir, dry_run_exit
+from cli.errors import handle_errors
+from cli.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 SOURCES = ("lora", "merged", "gguf", "base")
 MODEL_PANEL = "Model"
@@ -39,6 +42,7 @@ class Engine:
     """One way of producing completions: an HF model (maybe with its adapter off) or a GGUF file."""
 
     label = "model"
+    spec: FormatSpec
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
         raise NotImplementedError
@@ -51,17 +55,19 @@ class Engine:
 
 
 class HFEngine(Engine):
-    def __init__(self, model: Any, tokenizer: Any, spec: Any, label: str, adapter_off: bool = False) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, spec: FormatSpec, label: str, adapter_off: bool = False
+    ) -> None:
         self.model, self.tokenizer, self.spec, self.label = model, tokenizer, spec, label
         self.adapter_off = adapter_off
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
-        from cli.inference import prompt_text
+        from cli.prompting import prompt_text
 
         return prompt_text(self.tokenizer, self.spec, question, history)
 
     def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
-        from cli.inference import hf_stream
+        from cli.generation import hf_stream
 
         if self.adapter_off:
             # The same weights with the LoRA switched off: the base model, no second copy in memory.
@@ -70,7 +76,7 @@ class HFEngine(Engine):
         yield from hf_stream(self.model, self.tokenizer, prompt, max_new_tokens=max_new_tokens)
 
     def complete(self, prompt: str, max_new_tokens: int) -> str:
-        from cli.inference import hf_generate
+        from cli.generation import hf_generate
 
         if self.adapter_off:
             with self.model.disable_adapter():
@@ -81,8 +87,8 @@ class HFEngine(Engine):
 
 
 class GGUFEngine(Engine):
-    def __init__(self, path: Path, spec: Any) -> None:
-        from cli.inference import GGUFModel
+    def __init__(self, path: Path, spec: FormatSpec) -> None:
+        from cli.generation import GGUFModel
 
         self.gguf = GGUFModel(path)
         self.spec = spec
@@ -90,7 +96,7 @@ class GGUFEngine(Engine):
         self.eos_text = self.gguf.detokenize([self.gguf.eos])
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
-        from cli.inference import render_prompt
+        from cli.prompting import render_prompt
 
         return render_prompt(self.spec, self.eos_text, question, history, bos_token=self.gguf.bos_text)
 
@@ -123,11 +129,11 @@ def build_engines(
     config_file: Path | None = None,
 ) -> tuple[Engine, Any]:
     """The tuned engine and a factory for the base engine (for /compare)."""
-    from cli import inference as inf
+    from cli import loading, rundir
     from cli.models import resolve_model
 
-    inf.require_run(run)
-    cfg = inf.run_config(run, config_file)
+    run.require_exists()
+    cfg = rundir.run_config(run, config_file)
     spec = cfg.format_spec()
     source = (source or "lora").lower()
     if source not in SOURCES:
@@ -135,27 +141,27 @@ def build_engines(
 
     def hf_base() -> Engine:
         path = resolve_model(cfg, run)
-        return HFEngine(inf.load_hf(path), inf.load_tokenizer(path, spec), spec, f"base {cfg.model}")
+        return HFEngine(loading.load_hf(path), loading.load_tokenizer(path, spec), spec, f"base {cfg.model}")
 
     if source == "base":
         engine = hf_base()
         return engine, lambda: engine
     if source == "lora":
-        stage, path = inf.pick_adapter(run, adapter)
-        inf.load_adapter_tensors(path)
+        stage, path = run.pick_adapter(adapter)
+        loading.load_adapter_tensors(path)
         base_path = resolve_model(cfg, run)
-        tok = inf.load_tokenizer(inf.adapter_tokenizer_path(path, base_path), spec)
-        model = inf.attach_adapter(inf.load_hf(base_path), path)
+        tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec)
+        model = loading.attach_adapter(loading.load_hf(base_path), path)
         tuned = HFEngine(model, tok, spec, f"{stage} adapter")
         return tuned, lambda: HFEngine(model, tok, spec, f"base {cfg.model}", adapter_off=True)
     if source == "merged":
         # The 16-bit merge, else the bitsandbytes 4-bit one (loads on CUDA only).
-        for name, label in ((inf.MERGED_DIRNAME, "merged 16-bit"), ("merged-4bit", "merged 4-bit")):
+        for name, label in ((MERGED_DIRNAME, "merged 16-bit"), ("merged-4bit", "merged 4-bit")):
             path = run.export_dir / name
             if (path / "config.json").exists():
                 return HFEngine(
-                    inf.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
-                    inf.load_tokenizer(path, spec),
+                    loading.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
+                    loading.load_tokenizer(path, spec),
                     spec,
                     label,
                 ), hf_base
@@ -167,13 +173,13 @@ def build_engines(
 
 
 # ---- display -----------------------------------------------------------------------------------
-def renderable(spec: Any, text: str, done: bool = False) -> Any:
+def renderable(spec: FormatSpec, text: str, done: bool = False) -> Any:
     """Reasoning dim, the solution in a bold panel (partial while streaming)."""
     from rich.console import Group
     from rich.panel import Panel
     from rich.text import Text
 
-    from cli.inference import split_completion
+    from cli.prompting import split_completion
 
     reasoning, solution, rest = split_completion(spec, text)
     parts: list[Any] = [Text(spec.reasoning_start + reasoning, style="dim")]
@@ -194,7 +200,7 @@ def renderable(spec: Any, text: str, done: bool = False) -> Any:
     return Group(*parts)
 
 
-def show_stream(engine: Engine, spec: Any, prompt: str, max_new_tokens: int) -> str:
+def show_stream(engine: Engine, spec: FormatSpec, prompt: str, max_new_tokens: int) -> str:
     from rich.live import Live
 
     text = ""
@@ -211,7 +217,7 @@ def show_stream(engine: Engine, spec: Any, prompt: str, max_new_tokens: int) -> 
     return text
 
 
-def show_compare(spec: Any, question: str, base: tuple[str, str], tuned: tuple[str, str]) -> None:
+def show_compare(spec: FormatSpec, question: str, base: tuple[str, str], tuned: tuple[str, str]) -> None:
     from rich.panel import Panel
     from rich.table import Table
 
@@ -286,7 +292,7 @@ def chat(
     spec = engine.spec
 
     if prompt is not None:
-        from cli.inference import split_completion
+        from cli.prompting import split_completion
 
         if answer_only or not console.is_terminal:
             text = engine.complete(engine.prompt(prompt, []), max_new_tokens)

@@ -14,11 +14,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.common import ConfigOpt, DryRunOpt, GrpoError, ModelOpt, PresetOpt, console, handle_errors
+from cli.common import ConfigOpt, DryRunOpt, GrpoError, ModelOpt, PresetOpt, console
+from cli.errors import handle_errors
+
+if TYPE_CHECKING:
+    from cli.config import Config
+    from cli.rundir import RunDir
 
 PACKAGES = (
     # (label, distribution name, module name)
@@ -171,14 +176,14 @@ def standalone_reference() -> Any:
     return importlib.import_module(f"{name}.reference")
 
 
-def module_spec(module: Any, cfg: Any) -> Any:
+def module_spec(module: Any, cfg: Config) -> Any:
     """The config's FormatSpec as the scoring module's own class (the standalone copy has its own)."""
     if module.__name__.startswith("py_rewards"):
         return cfg.format_spec()
     return sys.modules[module.__name__.rpartition(".")[0] + ".spec"].get_spec(cfg.format)
 
 
-def reward_funcs(module: Any, cfg: Any, spec: Any) -> list[tuple[str, float, Any]]:
+def reward_funcs(module: Any, cfg: Config, spec: Any) -> list[tuple[str, float, Any]]:
     """The configured rewards as (name, weight, f(completions, answer) -> scores)."""
     names = [r.name for r in cfg.grpo.rewards]
     weights = [r.weight for r in cfg.grpo.rewards]
@@ -213,7 +218,7 @@ def broken_completions(spec: Any) -> dict[str, str]:
     }
 
 
-def _tokenizer(cfg: Any, spec: Any, run_path: Path | None) -> tuple[Any, str]:
+def _tokenizer(cfg: Config, spec: Any, run_path: Path | None) -> tuple[Any, str]:
     """The run's tokenizer; for an unbuilt `tiny`, the same tokenizer built in memory (nothing written)."""
     from cli.models import build_tiny_tokenizer, load_tokenizer
     from cli.rundir import RunDir
@@ -355,7 +360,7 @@ def doctor(
     console.print("[green]all checks passed[/]")
 
 
-def _manifest_check(run: Any, spec: Any, checks: list[Check]) -> None:
+def _manifest_check(run: RunDir, spec: Any, checks: list[Check]) -> None:
     """Stages recorded with another format contract: their data/adapters expect other tags."""
     from rich.markup import escape
 
@@ -382,7 +387,7 @@ def _manifest_check(run: Any, spec: Any, checks: list[Check]) -> None:
     ))
 
 
-def _prompt_checks(cfg: Any, spec: Any, run_path: Path | None, checks: list[Check]) -> None:
+def _prompt_checks(cfg: Config, spec: Any, run_path: Path | None, checks: list[Check]) -> None:
     """Render the generation prompt (shown) and check the tags survive the tokenizer."""
     tok, tok_name = _tokenizer(cfg, spec, run_path)
     prompt = tok.apply_chat_template(spec.messages(SAMPLE_QUESTION), add_generation_prompt=True,
@@ -403,7 +408,7 @@ def _prompt_checks(cfg: Any, spec: Any, run_path: Path | None, checks: list[Chec
     ))
 
 
-def _score_table(module: Any, cfg: Any, spec: Any, checks: list[Check]) -> None:
+def _score_table(module: Any, cfg: Config, spec: Any, checks: list[Check]) -> None:
     from rich.table import Table
 
     cases = broken_completions(spec)
@@ -436,10 +441,11 @@ def _score_table(module: Any, cfg: Any, spec: Any, checks: list[Check]) -> None:
         table.add_row(label, *(["[red]error[/]"] * len(texts) if col is None else [f"{v:g}" for v in col]))
     table.add_row("total", *(f"{t:g}" for t in totals), style="bold")
     console.print(table)
-    if any(col is None for col in columns):
+    full = [col for col in columns if col is not None]
+    if len(full) < len(columns):
         return
     perfect = totals[0]
-    not_top = [name for (name, _, _), col in zip(funcs, columns, strict=True) if col[0] < max(col)]
+    not_top = [name for (name, _, _), col in zip(funcs, full, strict=True) if col[0] < max(col)]
     beaten = [label for label, t in zip(list(cases)[1:], totals[1:], strict=True) if t >= perfect]
     ok = not not_top and not beaten
     detail = f"perfect completion scores {perfect:g}"

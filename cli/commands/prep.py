@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,101 +27,77 @@ from cli.common import (
     ConfigOpt,
     DryRunOpt,
     GrpoError,
-    ModelOpt,
     PresetOpt,
     RunOpt,
     console,
     err_console,
-    handle_errors,
 )
+from cli.config import Config, PrepConfig
+from cli.errors import handle_errors
+from cli.options import config_options
+from cli.rundir import RunDir, resolve_config
 
-DATA_PANEL = "Data"
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 
 @handle_errors
+@config_options(
+    "prep.source", "prep.limit", "prep.eval_size", "prep.prompt_quantile", "prep.keep_non_numeric", "model"
+)
 def prep(
     name: Annotated[
         str | None,
         typer.Argument(help="dapo, gsm8k, math, openmath-mini or openr1 (default: the config's "
                        "prep.dataset).", show_default=False, metavar="NAME"),
     ] = None,
-    source: Annotated[
-        Path | None,
-        typer.Option("--source", help="Local .jsonl/.json/.parquet/.csv instead of the hub.",
-                     rich_help_panel=DATA_PANEL),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", help="Read only the first N rows.", rich_help_panel=DATA_PANEL),
-    ] = None,
-    eval_size: Annotated[
-        int | None,
-        typer.Option("--eval-size", help="Prompts held out for evaluation (config prep.eval_size, 50).",
-                     rich_help_panel=DATA_PANEL),
-    ] = None,
-    quantile: Annotated[
-        float | None,
-        typer.Option("--quantile", help="Keep prompts up to this token-length quantile "
-                     "(config prep.prompt_quantile, 0.9).", rich_help_panel=DATA_PANEL),
-    ] = None,
-    keep_non_numeric: Annotated[
-        bool | None,
-        typer.Option("--keep-non-numeric/--numeric-only", help="Keep answers that are not numbers "
-                     "(MATH-style: fractions, expressions) (config prep.keep_non_numeric; seed 000 keeps "
-                     "numeric ones only).",
-                     rich_help_panel=DATA_PANEL, show_default=False),
-    ] = None,
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
     preset: PresetOpt = None,
-    model: ModelOpt = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     from cli import data_prep as dp
-    from cli.rundir import RunDir, resolve_config
 
     if name is not None and name not in dp.DATASETS:
         raise GrpoError(f"unknown dataset {name!r}: choose from {dp.dataset_names()} (or add --source FILE)")
-    if limit is not None and limit <= 0:
-        raise GrpoError("--limit must be a positive number of rows")
-    if eval_size is not None and eval_size < 0:
-        raise GrpoError("--eval-size must be 0 or more")
-    if quantile is not None and not 0 < quantile <= 1:
-        raise GrpoError("--quantile must be in (0, 1]")
-
     rundir = RunDir(run)
     if not dry_run:
         rundir.hold("grpo prep")
+    overrides = {**overrides, "prep.dataset": name}
+    cfg, ds = _resolve(rundir, preset, config, overrides, dry_run)
+    _prepare(rundir, cfg, ds)
+
+
+def _resolve(
+    rundir: RunDir, preset: str | None, config: Path | None, overrides: dict[str, Any], dry_run: bool
+) -> tuple[Config, Any]:
+    """The run's config with this prep's flags; a different dataset does not inherit the last one's
+    --source/--limit/--keep-non-numeric."""
+    from cli import data_prep as dp
+    from cli.config import resolve
+
     saved = rundir.saved_config() if rundir.path.is_dir() else None
-    overrides = {
-        "model": model,
-        "prep.dataset": name,
-        # Absolute: the run remembers it, and later commands may run from another folder.
-        "prep.source": str(source.expanduser().absolute()) if source is not None else None,
-        "prep.limit": limit,
-        "prep.eval_size": eval_size,
-        "prep.prompt_quantile": quantile,
-        "prep.keep_non_numeric": keep_non_numeric,
-    }
     cfg = resolve_config(rundir, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
     pc = cfg.prep
     if saved and (saved.get("prep") or {}).get("dataset") != pc.dataset:
         # The run remembers --source/--limit/--keep-non-numeric for the dataset they were given with;
         # a different dataset starts from defaults < preset < --config < flags.
-        from cli.config import resolve
-
         fresh = resolve(preset=preset, config_file=config, overrides=overrides).prep
         for key in ("source", "split", "limit", "keep_non_numeric"):
             setattr(pc, key, getattr(fresh, key))
     if pc.dataset not in dp.DATASETS:
         raise GrpoError(f"unknown dataset {pc.dataset!r} in config prep.dataset: "
                         f"choose from {dp.dataset_names()}")
-    if pc.limit is not None and pc.limit <= 0:
-        raise GrpoError("prep.limit must be a positive number of rows")
-    if pc.eval_size < 0:
-        raise GrpoError("prep.eval_size must be 0 or more")
-    ds = dp.DATASETS[pc.dataset]
+    return cfg, dp.DATASETS[pc.dataset]
 
+
+def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
+    """Load, filter and write the dataset (and, for a GRPO set without worked solutions, the warm-up set)."""
+    from cli import data_prep as dp
+
+    pc = cfg.prep
     # ---- load + parse (before the tokenizer: a bad file fails in a second) -----------------------
     loaded, schema, parsed = _load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
 
@@ -149,7 +125,7 @@ def prep(
         )
 
     # ---- write ----------------------------------------------------------------------------------
-    from cli.rundir import atomic_write_json
+    from cli.atomic import atomic_write_json
 
     data_dir = rundir.data_dir
     stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
@@ -185,7 +161,7 @@ def prep(
         console.print(f"[dim]stage-1 warm-up: `grpo sft` uses the {n} worked solutions in train.parquet[/]")
 
 
-def _explicit_warmup(rundir: Any) -> str | None:
+def _explicit_warmup(rundir: RunDir) -> str | None:
     """The source of a data/sft.parquet that `grpo prep openmath-mini` wrote (not one prep added itself)."""
     import json
 
@@ -236,13 +212,14 @@ def _load(ds: Any, source: str | None, split: str | None, limit: int | None, *, 
     return loaded, schema, dp.parse_records(loaded.records, schema)
 
 
-def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, schema: str, parsed: Any, *,
-           keep_non_numeric: bool) -> Built:
+def _build(ds: Any, pc: PrepConfig, cfg: Config, tokenizer: Any, spec: FormatSpec, loaded: Any, schema: str,
+           parsed: Any, *, keep_non_numeric: bool) -> Built:
     """Seed 000's filters: numeric answers, the prompt-length quantile, (SFT) chats ≤ half the context."""
     import numpy as np
     import pandas as pd
 
     from cli import data_prep as dp
+    from cli.run_data import sft_length_cap
 
     bad = loaded.bad + parsed.bad
     questions, answers, solutions = parsed.questions, parsed.answers, parsed.solutions
@@ -271,7 +248,7 @@ def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, s
     sft_cap = None
     if ds.purpose == "sft":
         # Seed 000 Stage 1: whole conversations up to max_seq_length // 2 tokens.
-        sft_cap = cfg.max_seq_length // 2
+        sft_cap = sft_length_cap(cfg.max_seq_length)
         conv = np.asarray(dp.conversation_lengths(tokenizer, spec, questions, answers, solutions))
         too_long = keep & (conv > sft_cap)
         counts["cut_too_long_for_sft"] = int(too_long.sum())
@@ -288,9 +265,10 @@ def _build(ds: Any, pc: Any, cfg: Any, tokenizer: Any, spec: Any, loaded: Any, s
     return Built(loaded, schema, frame, counts, bad, max_len, lengths, sft_cap)
 
 
-def _write(rundir: Any, pc: Any, ds: Any, tokenizer: Any, cfg: Any, spec: Any, b: Built) -> tuple[dict, Path]:
+def _write(rundir: RunDir, pc: PrepConfig, ds: Any, tokenizer: Any, cfg: Config, spec: FormatSpec,
+           b: Built) -> tuple[dict[str, Any], Path]:
     from cli import data_prep as dp
-    from cli.rundir import atomic_write_bytes, atomic_write_json, file_sha256
+    from cli.atomic import atomic_write_bytes, atomic_write_json, file_sha256
 
     data_dir = rundir.data_dir
     counts = dict(b.counts)
@@ -360,7 +338,7 @@ def _empty_message(source: str, counts: dict[str, int], keep_non_numeric: bool) 
     return f"no rows left from {source} after filters ({detail}); nothing written{hint}"
 
 
-def _summary(stats: dict[str, Any], rundir: Any, stats_path: Path, model: str | None,
+def _summary(stats: dict[str, Any], rundir: RunDir, stats_path: Path, model: str | None,
              title: str | None = None) -> None:
     from rich.table import Table
 

@@ -27,8 +27,8 @@ from cli.common import (
     ModelOpt,
     RunOpt,
     err_console,
-    handle_errors,
 )
+from cli.errors import handle_errors
 from cli.rundir import RunDir, dry_run_exit, resolve_config
 
 SERVE = "Server"

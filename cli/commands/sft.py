@@ -8,25 +8,12 @@ solutions of the prepped train set, and writes the LoRA adapter + tokenizer to <
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Any
 
-import typer
-
-from cli.common import (
-    DEFAULT_RUN,
-    BackendOpt,
-    ConfigOpt,
-    DryRunOpt,
-    GrpoError,
-    ModelOpt,
-    PresetOpt,
-    RunOpt,
-    err_console,
-    handle_errors,
-)
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, PresetOpt, RunOpt, err_console
+from cli.errors import handle_errors
+from cli.options import config_options
 from cli.rundir import RunDir, resolve_config
-
-TRAIN_PANEL = "Training"
 
 
 def check_model_unchanged(run: RunDir, model: str | None) -> None:
@@ -42,48 +29,18 @@ def check_model_unchanged(run: RunDir, model: str | None) -> None:
 
 
 @handle_errors
+@config_options("model", "backend", "sft.max_steps", "sft.learning_rate", "sft.num_examples")
 def sft(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
     dry_run: DryRunOpt = False,
-    model: ModelOpt = None,
-    backend: BackendOpt = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps", min=1, help="Optimizer steps (seed 000: 60).", rich_help_panel=TRAIN_PANEL
-        ),
-    ] = None,
-    lr: Annotated[
-        float | None,
-        typer.Option("--lr", min=0.0, help="Learning rate (seed 000: 2e-4).", rich_help_panel=TRAIN_PANEL),
-    ] = None,
-    examples: Annotated[
-        int | None,
-        typer.Option(
-            "--examples",
-            min=1,
-            help="How many format examples to train on (seed 000: ~59).",
-            rich_help_panel=TRAIN_PANEL,
-        ),
-    ] = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     rd = RunDir(run)
-    check_model_unchanged(rd, model)
-    cfg = resolve_config(
-        rd,
-        preset=preset,
-        config_file=config,
-        overrides={
-            "model": model,
-            "backend": backend,
-            "sft.max_steps": max_steps,
-            "sft.learning_rate": lr,
-            "sft.num_examples": examples,
-        },
-        dry_run=dry_run,
-    )
+    check_model_unchanged(rd, overrides.get("model"))
+    cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
     if not (rd.data_dir / "sft.parquet").exists():  # openmath-mini's SFT set, else the train set's solutions
         rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
     from cli import distributed

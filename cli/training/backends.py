@@ -15,12 +15,16 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cli.atomic import atomic_dir
 from cli.common import GrpoError
-from cli.distributed import barrier, is_main, local_rank
-from cli.rundir import RunDir, atomic_dir
+from cli.ranks import barrier, is_main, local_rank
+from cli.rundir import RunDir
 from cli.training.console import err_console
+
+if TYPE_CHECKING:
+    from cli.config import Config
 
 BACKENDS = ("unsloth", "hf")
 
@@ -166,7 +170,7 @@ def adapter_settings(adapter: Path) -> dict[str, Any]:
     }
 
 
-def lora_settings(cfg: Any, adapter: Path | None) -> dict[str, Any]:
+def lora_settings(cfg: Config, adapter: Path | None) -> dict[str, Any]:
     if adapter is not None:
         got = adapter_settings(adapter)
         want = {"r": cfg.lora.r, "alpha": cfg.lora.alpha, "rslora": cfg.lora.rslora, "dora": cfg.lora.dora}
@@ -211,7 +215,7 @@ def precision_args(model: Any) -> dict[str, Any]:
     return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
 
 
-def checkpointing_args(backend: str, cfg: Any) -> dict[str, Any]:
+def checkpointing_args(backend: str, cfg: Config) -> dict[str, Any]:
     """Gradient checkpointing for hf on a GPU (Unsloth sets up its own in get_peft_model; on the CPU
     the tiny models do not need it and it only slows steps down)."""
     gc = cfg.lora.gradient_checkpointing
@@ -242,7 +246,7 @@ def _torch_dtype(name: str) -> Any:
 
 # ---- loading ------------------------------------------------------------------------------------
 def load_for_training(
-    cfg: Any,
+    cfg: Config,
     run: RunDir,
     *,
     backend: str,
@@ -265,7 +269,7 @@ def load_for_training(
     return model, tokenizer
 
 
-def _prepare_tokenizer(tokenizer: Any, cfg: Any) -> Any:
+def _prepare_tokenizer(tokenizer: Any, cfg: Config) -> Any:
     # Unsloth may hand back a processor; the text tokenizer is inside it.
     tok = getattr(tokenizer, "tokenizer", tokenizer)
     tok.chat_template = cfg.format_spec().chat_template()
@@ -275,7 +279,7 @@ def _prepare_tokenizer(tokenizer: Any, cfg: Any) -> Any:
 
 
 def _load_unsloth(
-    cfg: Any, path: str, lora: dict[str, Any], use_vllm: bool, utilization: float | None
+    cfg: Config, path: str, lora: dict[str, Any], use_vllm: bool, utilization: float | None
 ) -> tuple[Any, Any]:
     from unsloth import FastLanguageModel
 
@@ -322,7 +326,7 @@ def _load_unsloth(
     return model, tokenizer
 
 
-def _load_hf(cfg: Any, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
+def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from cli.distributed import is_main
+from cli.ranks import is_main
 
 # Under `grpo grpo --gpus N` only global rank 0 talks; the other ranks train silently.
 _quiet = not is_main()

@@ -11,49 +11,22 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
+from cli.run_data import read_stats, read_table, sft_length_cap, strip_think
 from cli.rundir import RunDir
 
-
-def read_table(run: RunDir, name: str, required: tuple[str, ...] = ()) -> Any:
-    import pandas as pd
-
-    path = run.require(run.data_dir / name, "data", f"prepped data ({name})")
-    try:
-        df = pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
-        raise GrpoError(f"cannot read {path}: {exc}; re-run `grpo prep`") from None
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise GrpoError(f"{path} lacks column(s) {', '.join(missing)}: re-run `grpo prep`")
-    if len(df) == 0:
-        raise GrpoError(f"{path} has no rows: re-run `grpo prep` with more data")
-    return df
-
-
-def read_stats(run: RunDir) -> dict[str, Any]:
-    path = run.data_dir / "stats.json"
-    if not path.exists():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise GrpoError(f"{path} is corrupt: re-run `grpo prep`") from None
+if TYPE_CHECKING:
+    from cli.config import Config
+    from py_rewards.spec import FormatSpec
 
 
 def _count_tokens(tokenizer: Any, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def prompt_length(tokenizer: Any, spec: Any, question: str) -> int:
-    text = tokenizer.apply_chat_template(spec.messages(question), tokenize=False, add_generation_prompt=True)
-    return _count_tokens(tokenizer, text)
-
-
-def grpo_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
+def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
     """Prompts + answers for GRPO, and the prompt-length cut (prep's p90 unless the config sets one)."""
     from datasets import Dataset
 
@@ -64,7 +37,9 @@ def grpo_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[
     if "prompt_tokens" in df.columns:
         lengths = [int(x) for x in df["prompt_tokens"]]
     else:
-        lengths = [prompt_length(tokenizer, spec, str(q)) for q in df["question"]]
+        from cli.data_prep import prompt_lengths  # prep's own count (an older prep wrote no column)
+
+        lengths = prompt_lengths(tokenizer, spec, [str(q) for q in df["question"]])
     if not max_prompt:
         max_prompt = max(lengths)
     max_prompt = int(max_prompt)
@@ -84,7 +59,7 @@ def grpo_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[
     return Dataset.from_list(rows), max_prompt, info
 
 
-def _sft_messages(df: Any, spec: Any) -> tuple[list[list[dict[str, str]]], str]:
+def _sft_messages(df: Any, spec: FormatSpec) -> tuple[list[list[dict[str, str]]], str]:
     """Chat messages for SFT from whichever columns the prepped file has."""
     cols = set(df.columns)
     if "messages" in cols:
@@ -96,7 +71,7 @@ def _sft_messages(df: Any, spec: Any) -> tuple[list[list[dict[str, str]]], str]:
                 if not isinstance(solution, str) or not solution.strip() or answer is None:
                     continue
                 # Seed 000 format_row: strip <think> tags, tag the working out and the answer.
-                thoughts = solution.replace("<think>", "").replace("</think>", "").strip()
+                thoughts = strip_think(solution)
                 out.append(
                     spec.messages(str(question))
                     + [
@@ -110,7 +85,7 @@ def _sft_messages(df: Any, spec: Any) -> tuple[list[list[dict[str, str]]], str]:
     raise GrpoError("SFT data needs columns messages, or question/solution/answer: re-run `grpo prep`")
 
 
-def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
+def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
     """Seed 000 stage-1 format examples as chat-templated text."""
     from datasets import Dataset
 
@@ -136,9 +111,7 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
             "format from): re-run `grpo prep` (it adds the stage-1 warm-up set, data/sft.parquet, for a set "
             "without solutions such as dapo) or `grpo prep openmath-mini`"
         )
-    limit = cfg.max_seq_length // 2  # seed 000: keep examples up to half the context
-    if cfg.sft.max_example_tokens:
-        limit = min(limit, cfg.sft.max_example_tokens)
+    limit = sft_length_cap(cfg.max_seq_length, cfg.sft.max_example_tokens)
     # The template writes BOS as text; TRL tokenizes this plain text with special tokens, which
     # adds BOS again where the tokenizer does (Gemma): drop the template's copy there.
     bos = getattr(tokenizer, "bos_token", None)
@@ -147,7 +120,7 @@ def sft_dataset(cfg: Any, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, A
     too_long = 0
     for messages in conversations:
         text = tokenizer.apply_chat_template(messages, tokenize=False)
-        if strip_bos and text.startswith(bos):
+        if strip_bos and bos and text.startswith(bos):
             text = text[len(bos):]
         if _count_tokens(tokenizer, text) <= limit:
             texts.append(text)

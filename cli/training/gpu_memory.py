@@ -224,15 +224,19 @@ class PhaseMemory:
         self.train_extra_bytes = 0
         self.gen_seconds = 0.0
         self._resident = 0
+        self.phases: Any = None  # cli.training.phases.PhaseTimes once wrapped
 
-    def wrap(self, trainer: Any) -> None:
+    def wrap(self, trainer: Any) -> PhaseMemory:
+        """Watch ``trainer``: memory around its generation batches, and the per-step phase clock."""
         import time
 
         import torch
 
+        from cli.training.phases import PhaseTimes
+
         original = getattr(trainer, "_generate_and_score_completions", None)
         if original is None:
-            return
+            return self
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
@@ -244,6 +248,21 @@ class PhaseMemory:
             return out
 
         trainer._generate_and_score_completions = timed
+        self.phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer)
+        return self
+
+    def take_row(self, window: float) -> dict[str, Any]:
+        """This step's memory and time figures for the live view's row (resets the per-step ones)."""
+        gen = self.take_gen_seconds()
+        row: dict[str, Any] = {
+            "generation_seconds": round(gen, 4),
+            "generation_share": round(gen / window, 4) if window > 0 else None,
+            "train_peak_gib": self.train_peak_gib,
+            "train_extra_gib": self.train_extra_gib,
+        }
+        if self.phases is not None:
+            row.update(self.phases.take())
+        return row
 
     def step_end(self) -> None:
         import torch

@@ -18,11 +18,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cli.distributed import any_rank
+from cli.ranks import any_rank
 from cli.rundir import RunDir
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory
-from cli.training.phases import PhaseTimes
 from cli.training.rewards import RewardTracker
 
 HINT_ZERO_STD = (
@@ -95,7 +94,6 @@ def make_callback(
     reward_names: list[str] | None = None,
     quiet: bool = False,
     memory: PhaseMemory | None = None,
-    phases: PhaseTimes | None = None,
     device_peak: DevicePeak | None = None,
     vllm_gib: float | None = None,
     attempt: int | None = None,
@@ -193,16 +191,11 @@ def make_callback(
             if tracker is not None:
                 taken = tracker.take()
                 row.update(taken)
-                row["reward_share"] = round(taken["reward_seconds"] / window, 4) if window > 0 else None
+                spent = taken["reward_seconds"] or 0.0
+                row["reward_share"] = round(spent / window, 4) if window > 0 else None
             row["peak_gpu_gib"] = peak_gpu_gib()
             if memory is not None:
-                gen = memory.take_gen_seconds()
-                row["generation_seconds"] = round(gen, 4)
-                row["generation_share"] = round(gen / window, 4) if window > 0 else None
-                row["train_peak_gib"] = memory.train_peak_gib
-                row["train_extra_gib"] = memory.train_extra_gib
-            if phases is not None:
-                row.update(phases.take())
+                row.update(memory.take_row(window))
             if vllm_gib is not None:
                 row["vllm_gib"] = vllm_gib
             if device_peak is not None:

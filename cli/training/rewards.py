@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
 from cli.training.console import err_console
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
 
 # Rewards whose positive score means "the completion has the exact format" (seed 000 / seed 001).
 FORMAT_REWARDS = ("match_format_exactly", "strict_format_reward_func")
@@ -95,7 +98,7 @@ def _import_dotted(path: str) -> Callable[..., Any]:
     return func
 
 
-def resolve_rewards(specs: Sequence[Any], spec: Any = None) -> list[Reward]:
+def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> list[Reward]:
     """``grpo.rewards`` entries ({name, weight}) → callables bound to the run's format, checked before any
     model is loaded. Registry names come from ``py_rewards.make_reward_funcs`` (one scorer shared by the
     batch); dotted paths are custom rewards."""
@@ -135,8 +138,8 @@ def resolve_rewards(specs: Sequence[Any], spec: Any = None) -> list[Reward]:
 
 
 def wrap_rewards(
-    rewards: Sequence[Reward], tracker: RewardTracker, spec: Any = None
-) -> list[Callable[..., list[float]]]:
+    rewards: Sequence[Reward], tracker: RewardTracker, spec: FormatSpec | None = None
+) -> list[Callable[..., list[float | None]]]:
     """TRL-ready callables that time every call; ``__name__`` names the ``rewards/<name>`` log column.
 
     The format hit rate comes from the configured exact-format reward; when none is configured, the
@@ -164,7 +167,7 @@ def _batch_dumper() -> Callable[[str, Any, Any, list[float | None]], None] | Non
     folder = os.environ.get("GRPO_REWARD_LOG")
     if not folder:
         return None
-    from cli.distributed import rank
+    from cli.ranks import rank
 
     path = Path(folder) / f"rank{rank()}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +237,7 @@ def _timed(
     watcher: Callable[..., Any] | None = None,
     *,
     last: bool = False,
-) -> Callable[..., list[float]]:
+) -> Callable[..., list[float | None]]:
     fn = reward.func
     dump = _batch_dumper()
 

@@ -9,154 +9,29 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cli.common import GrpoError
-from cli.distributed import any_rank, launched, world_size
+from cli.ranks import any_rank, launched, world_size
 from cli.rundir import RunDir
 from cli.training import backends
+from cli.training.checkpoints import atomic_checkpoints, drop_partial_checkpoints, next_attempt_from_metrics
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory, VllmPlan, model_shape, plan_vllm
 from cli.training.live import Interrupt, make_callback, quiet_trainer
-from cli.training.phases import PhaseTimes
-from cli.training.rewards import Reward, RewardTracker, wrap_rewards
+from cli.training.rewards import RewardTracker, wrap_rewards
 
-
-def latest_checkpoint(folder: Path) -> Path | None:
-    """The complete ``checkpoint-N`` with the highest N: it holds the adapter and the trainer state (a
-    checkpoint is written under a staging name and renamed when whole: :func:`atomic_checkpoints`)."""
-    best: tuple[int, Path] | None = None
-    if not folder.is_dir():
-        return None
-    for child in folder.iterdir():
-        m = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        if (
-            m
-            and child.is_dir()
-            and (child / "adapter_model.safetensors").exists()
-            and (child / "trainer_state.json").exists()
-        ):
-            n = int(m.group(1))
-            if best is None or n > best[0]:
-                best = (n, child)
-    return best[1] if best else None
-
-
-STAGING = re.compile(r"\.checkpoint-\d+\.partial")
-
-
-def atomic_checkpoints(trainer: Any) -> None:
-    """Make the trainer write each ``checkpoint-N`` under ``.checkpoint-N.partial/`` and rename it into
-    place once every rank has written its part, so a kill at any moment leaves either the whole
-    checkpoint or none (a SIGKILL during a save left a 0-byte adapter_config.json and no trainer state,
-    and --resume picked that checkpoint and failed)."""
-    import shutil
-
-    from cli.distributed import barrier, is_main
-
-    save = trainer._save_checkpoint
-    output_dir = trainer._get_output_dir
-
-    def staged_save(model: Any, trial: Any) -> None:
-        step = int(trainer.state.global_step)
-        parent = Path(output_dir(trial=trial))
-        staging = parent / f".checkpoint-{step}.partial"
-        if is_main():
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir(parents=True)
-        barrier()
-        trainer._get_output_dir = lambda trial=None: str(staging)
-        try:
-            save(model, trial)
-        finally:
-            trainer._get_output_dir = output_dir
-        barrier()  # every rank has written its files (RNG states, DeepSpeed's optimizer shards)
-        if is_main():
-            final = parent / f"checkpoint-{step}"
-            if final.exists():  # the same step saved again (an interrupt right after a save)
-                shutil.rmtree(final)
-            os.replace(staging / f"checkpoint-{step}", final)
-            shutil.rmtree(staging, ignore_errors=True)
-        barrier()
-
-    trainer._save_checkpoint = staged_save
-
-
-def drop_partial_checkpoints(folder: Path) -> list[str]:
-    """Remove what a killed save left under its staging name (main process); returns their names."""
-    import shutil
-
-    from cli.distributed import is_main
-
-    if not folder.is_dir() or not is_main():
-        return []
-    dropped = [c.name for c in folder.iterdir() if c.is_dir() and STAGING.fullmatch(c.name)]
-    for name in dropped:
-        shutil.rmtree(folder / name, ignore_errors=True)
-    return dropped
-
-
-# ---- attempts -----------------------------------------------------------------------------------
-# Each `grpo grpo` without --resume is a new attempt: its checkpoints go to
-# <run>/grpo/checkpoints/attempt-<N>/, so an old attempt's checkpoint-16 is never taken for the new one's
-# checkpoint-4 (issue #15), and --resume continues the most recent attempt. Runs made before attempts
-# existed keep their checkpoints directly under checkpoints/: that counts as attempt 1.
-ATTEMPT_ENV = "GRPO_ATTEMPT"  # the parent of `--gpus N` decides the attempt; its ranks read it here
-
-
-def attempts(checkpoints: Path) -> dict[int, Path]:
-    """``{attempt number: its checkpoint folder}``, oldest first."""
-    found: dict[int, Path] = {}
-    if not checkpoints.is_dir():
-        return found
-    if latest_checkpoint(checkpoints) is not None:
-        found[1] = checkpoints  # the flat layout of runs from before attempts
-    for child in checkpoints.iterdir():
-        m = re.fullmatch(r"attempt-(\d+)", child.name)
-        if m and child.is_dir():
-            found[int(m.group(1))] = child
-    return dict(sorted(found.items()))
-
-
-def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | None]:
-    """``(attempt, its checkpoint folder, checkpoint to resume or None)`` for a `grpo grpo` run."""
-    known = attempts(checkpoints)
-    env = os.environ.get(ATTEMPT_ENV, "").strip()
-    if env.isdigit():  # a rank of `--gpus N`: the parent chose (the folder may exist by now)
-        n = int(env)
-        folder = known.get(n, checkpoints / f"attempt-{n}")
-        return n, folder, latest_checkpoint(folder) if resume else None
-    if resume:
-        if not known:
-            raise GrpoError(f"--resume: no checkpoint in {checkpoints}: run `grpo grpo --save-steps N` first")
-        n, folder = next(reversed(known.items()))
-        ckpt = latest_checkpoint(folder)
-        if ckpt is None:
-            older = [k for k, f in known.items() if k < n and latest_checkpoint(f) is not None]
-            hint = (f"; attempt {older[-1]} has one: --resume continues only the most recent attempt"
-                    if older else "")
-            raise GrpoError(f"--resume: the most recent attempt ({n}, {folder}) saved no checkpoint{hint}; "
-                            "start a new attempt with `grpo grpo`")
-        return n, folder, ckpt
-    n = max(known, default=0) + 1
-    return n, checkpoints / f"attempt-{n}", None
-
-
-def next_attempt_from_metrics(run: RunDir, stage: str) -> int:
-    """1 + the highest ``attempt`` of ``stage`` rows in metrics.jsonl (SFT has no checkpoints to count)."""
-    return max((int(r.get("attempt") or 1) for r in run.read_metrics() if r.get("stage") == stage),
-               default=0) + 1
+if TYPE_CHECKING:
+    from cli.config import Config
+    from cli.training.grpo_setup import GrpoSetup
 
 
 def _train(
     trainer: Any,
-    run: RunDir,
-    stage: str,
     model: Any,
     tokenizer: Any,
     *,
@@ -193,7 +68,7 @@ def _train(
 
 
 def _common_args(
-    cfg: Any, section: Any, model: Any, output_dir: Path, max_steps: int, backend: str
+    cfg: Config, section: Any, model: Any, output_dir: Path, max_steps: int, backend: str
 ) -> dict[str, Any]:
     save_steps = int(getattr(section, "save_steps", 0) or 0)
     return {
@@ -218,7 +93,7 @@ def _common_args(
     }
 
 
-def eager_on_cpu_for_tiny(cfg: Any) -> None:
+def eager_on_cpu_for_tiny(cfg: Config) -> None:
     """The tiny smoke model on the CPU runs eagerly: Unsloth's torch.compile of it cost 38.7 s on the first
     GRPO step of a fresh machine (cold inductor cache; then 4.3 s, 0.18 s) against 0.19 s/step eager,
     same losses (measured here 2026-11-30, G=4 × 64 tokens) — it made the demo's GRPO stage 100 s instead
@@ -228,7 +103,7 @@ def eager_on_cpu_for_tiny(cfg: Any) -> None:
 
 
 # ---- stage 1 ------------------------------------------------------------------------------------
-def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
+def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     attempt = next_attempt_from_metrics(run, "sft")
     console.print(f"[dim]sft: loading {backend}, {cfg.model} and the warm-up examples…[/]")
     eager_on_cpu_for_tiny(cfg)
@@ -286,8 +161,6 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     _train(
         trainer,
-        run,
-        "sft",
         model,
         tokenizer,
         resume=None,
@@ -297,7 +170,7 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     train_s = time.perf_counter() - t0
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.sft_dir / "adapter")
     n = int(trainer.state.global_step)
-    summary = {
+    summary: dict[str, Any] = {
         "backend": backend,
         "attempt": attempt,
         "steps": n,
@@ -318,11 +191,11 @@ def run_sft(cfg: Any, run: RunDir, *, backend: str) -> dict[str, Any]:
     return summary
 
 
-def write_train_png(run: RunDir, reward_names: list[str], cfg: Any) -> str | None:
+def write_train_png(run: RunDir, reward_names: list[str], cfg: Config) -> str | None:
     """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib."""
-    from cli.distributed import is_main
+    from cli.atomic import atomic_write_bytes
     from cli.plots import current_attempt, train_png
-    from cli.rundir import atomic_write_bytes
+    from cli.ranks import is_main
 
     if not is_main():
         return None
@@ -350,18 +223,10 @@ def _last(trainer: Any, key: str) -> float | None:
 
 
 # ---- stage 2 ------------------------------------------------------------------------------------
-def run_grpo(
-    cfg: Any,
-    run: RunDir,
-    *,
-    backend: str,
-    rewards: list[Reward],
-    use_vllm: bool,
-    resume: Path | None,
-    adapter: Path | None,
-    attempt: int = 1,
-    checkpoints: Path | None = None,
-) -> dict[str, Any]:
+def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
+    """Train GRPO with what :func:`cli.training.grpo_setup.prepare` decided."""
+    backend, rewards, use_vllm = setup.backend, setup.rewards, setup.use_vllm
+    resume, adapter, attempt, checkpoints = setup.resume, setup.adapter, setup.attempt, setup.checkpoints
     console.print(f"[dim]grpo: loading {backend}, {cfg.model} and the prompts…[/]")
     eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
@@ -372,7 +237,7 @@ def run_grpo(
     from cli.training.data import grpo_dataset
 
     g = cfg.grpo
-    batch = g.batch_size or g.gens
+    batch = g.per_device_batch
     plan = _vllm_plan(cfg, run, batch) if use_vllm and not g.vllm_server else None
     t_load = time.perf_counter()
     model, tokenizer = backends.load_for_training(
@@ -403,7 +268,7 @@ def run_grpo(
     if g.report_to == "tensorboard":
         os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
     args = GRPOConfig(
-        **_common_args(cfg, g, model, checkpoints or run.grpo_dir / "checkpoints", g.max_steps, backend),
+        **_common_args(cfg, g, model, checkpoints, g.max_steps, backend),
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=g.grad_accum,
         num_generations=g.gens,
@@ -439,7 +304,7 @@ def run_grpo(
     )
     if plan is not None:
         console.print(f"grpo: {plan.describe()}", soft_wrap=True)
-    if (adapter and backends.adapter_settings(adapter)["dora"]) or (not adapter and cfg.lora.dora):
+    if setup.uses_dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
     trainer = GRPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
@@ -447,9 +312,7 @@ def run_grpo(
     quiet_trainer(trainer)
     atomic_checkpoints(trainer)
     interrupt = Interrupt()
-    memory = PhaseMemory()
-    memory.wrap(trainer)
-    phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer)
+    memory = PhaseMemory().wrap(trainer)
     device_peak = DevicePeak().start()
     live = make_callback(
         run,
@@ -459,7 +322,6 @@ def run_grpo(
         interrupt=interrupt,
         reward_names=[r.name for r in rewards],
         memory=memory,
-        phases=phases,
         device_peak=device_peak,
         vllm_gib=plan.vllm_gib if plan else None,
         attempt=attempt,
@@ -482,8 +344,6 @@ def run_grpo(
     else:
         _train(
             trainer,
-            run,
-            "grpo",
             model,
             tokenizer,
             resume=resume,
@@ -498,7 +358,7 @@ def run_grpo(
     times = live.step_times
     typical = live.typical_step()
     reward_total = sum(float(r.get("reward_seconds") or 0) for r in live.rows)
-    summary = {
+    summary: dict[str, Any] = {
         "backend": backend,
         "vllm": use_vllm,
         "vllm_server": g.vllm_server or None,
@@ -509,7 +369,7 @@ def run_grpo(
         "samples_per_second": round(global_batch / typical, 3) if typical else None,
         "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
         "attempt": attempt,
-        "checkpoints": str(checkpoints) if checkpoints else None,
+        "checkpoints": str(checkpoints),
         "steps": n,
         "global_step": int(trainer.state.global_step),
         "gens": g.gens,
@@ -548,15 +408,8 @@ def run_grpo(
 
 
 # The GRPO objective as the trainer really ran it (a backend may rewrite what it was given).
-OBJECTIVE_KEYS = (
-    "loss_type",
-    "beta",
-    "epsilon",
-    "epsilon_high",
-    "mask_truncated_completions",
-    "scale_rewards",
-    "importance_sampling_level",
-)
+OBJECTIVE_KEYS: tuple[str, ...] = ("loss_type", "beta", "epsilon", "epsilon_high")
+OBJECTIVE_KEYS += ("mask_truncated_completions", "scale_rewards", "importance_sampling_level")
 
 
 def vllm_note(g: Any, use_vllm: bool) -> str:
@@ -570,7 +423,7 @@ def world_note(batch: int) -> str:
     return f" │ {n} processes (global batch {batch * n})" if n > 1 else ""
 
 
-def _vllm_server_args(cfg: Any, tokenizer: Any) -> dict[str, Any]:
+def _vllm_server_args(cfg: Config, tokenizer: Any) -> dict[str, Any]:
     """TRL's server mode: rollouts from a `trl vllm-serve` process (started by `grpo serve`), which
     receives the LoRA-merged weights over NCCL after every optimizer step."""
     from cli.distributed import server_url
@@ -598,7 +451,7 @@ def memory_note(summary: dict[str, Any]) -> str:
     return "".join(f", {p}" for p in parts)
 
 
-def _vllm_plan(cfg: Any, run: RunDir, batch: int) -> VllmPlan:
+def _vllm_plan(cfg: Config, run: RunDir, batch: int) -> VllmPlan:
     """vLLM's share of the GPU for this run's rollouts (before the model loads: vLLM starts first)."""
     import torch
 
@@ -619,7 +472,7 @@ def _vllm_plan(cfg: Any, run: RunDir, batch: int) -> VllmPlan:
     )
 
 
-def _vllm_args(cfg: Any, tokenizer: Any, backend: str, plan: VllmPlan | None = None) -> dict[str, Any]:
+def _vllm_args(cfg: Config, tokenizer: Any, backend: str, plan: VllmPlan | None = None) -> dict[str, Any]:
     """Rollouts through vLLM (GPU only): Unsloth's colocated engine, or TRL's colocate mode under hf."""
     g = cfg.grpo
     stops = cfg.format_spec().stop_strings(tokenizer.eos_token)

@@ -1,0 +1,124 @@
+"""The export report: ``<export>/verify.json`` (kept across exports) and the table printed at the end."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from cli.atomic import atomic_write_json
+from cli.common import console
+from cli.export.staging import human
+
+AGREEMENT = (
+    "token_match: identical tokens at the same position / tokens of the longer "
+    "completion; prefix: mean common-prefix share; exact: share of identical completions"
+)
+
+
+def write_report(
+    report_path: Path,
+    head: dict[str, Any],
+    artifacts: list[dict[str, Any]],
+    *,
+    verify_tokens: int,
+    warnings: list[str],
+    t0: float,
+) -> dict[str, Any]:
+    """verify.json: this export's artifacts, plus those of earlier exports that still exist."""
+    previous: dict[str, Any] = {}
+    if report_path.exists():
+        try:
+            previous = json.loads(report_path.read_text())
+        except json.JSONDecodeError:
+            previous = {}
+    kept = [
+        a
+        for a in previous.get("artifacts", [])
+        if a.get("name") not in {x["name"] for x in artifacts}
+        and Path(a.get("path", "/nonexistent")).exists()
+    ]
+    report = {
+        **head,
+        "verify_prompts": artifacts[0].get("verify_prompts", 0) if artifacts else 0,
+        "verify_tokens": verify_tokens,
+        "decoding": "greedy",
+        "agreement_definition": AGREEMENT,
+        "seconds": round(time.time() - t0, 2),
+        "warnings": warnings + degraded(artifacts),
+        "artifacts": kept + artifacts,
+    }
+    atomic_write_json(report_path, report)
+    return report
+
+
+def print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    n = report["verify_prompts"]
+    table = Table(
+        title=f"grpo export — {report['source']} adapter, {n} held-out prompts, greedy "
+        f"≤{report['verify_tokens']} tokens"
+    )
+    for col, just in (
+        ("artifact", "left"),
+        ("size", "right"),
+        ("zero tensors", "right"),
+        ("reload", "center"),
+        ("token match", "right"),
+        ("prefix", "right"),
+        ("exact", "right"),
+        ("format reward HF/art", "right"),
+        ("answer reward HF/art", "right"),
+        ("time", "right"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for a in artifacts:
+        agree = a.get("agreement") or {}
+        rw = a.get("rewards") or {}
+
+        def pair(key: str, rw: dict[str, Any] = rw) -> str:
+            if not rw:
+                return "—"
+            return f"{rw['hf'][key]:.2f} / {rw['artifact'][key]:.2f}"
+
+        table.add_row(
+            a["name"],
+            human(a["bytes"]),
+            str(len(a["zero_tensors"])) if a["zero_tensors"] else "0",
+            "ok" if a.get("reloaded") else "FAIL",
+            f"{100 * agree['token_match']:.1f}%" if agree else "—",
+            f"{100 * agree['prefix']:.1f}%" if agree else "—",
+            f"{100 * agree['exact']:.0f}%" if agree else "—",
+            pair("match_format_exactly"),
+            pair("check_answer_accuracy"),
+            f"{a['seconds']:.1f}s",
+        )
+    # Mean reward scores, not percentages: an answer reward of 5.00 is seed 000's score for an exact answer.
+    table.caption = (
+        "format reward: mean match_format_exactly score; answer reward: mean check_answer_accuracy score "
+        "(the seed's reward scores, not accuracy %); HF = the trained model in transformers, "
+        "art = the artifact"
+    )
+    console.print(table)
+
+
+def degraded(artifacts: list[dict[str, Any]]) -> list[str]:
+    """Artifacts that lost the trained format: the exact-format reward under half of the HF model's.
+
+    Seen on Gemma-3-270M: q4_k_m kept 0 of the 3/8 formatted answers (q8_0 kept 2): a LoRA's small
+    weight change does not survive 4-bit rounding on a model this size.
+    """
+    out = []
+    for a in artifacts:
+        rewards = a.get("rewards") or {}
+        hf = (rewards.get("hf") or {}).get("match_format_exactly")
+        got = (rewards.get("artifact") or {}).get("match_format_exactly")
+        if hf is not None and got is not None and hf > 0 and got < 0.5 * hf:
+            hint = "prefer q8_0 (or a larger model)" if a.get("kind") == "gguf" else "use the LoRA export"
+            out.append(
+                f"{a['name']} lost the trained format (exact-format reward {got:.2f} vs {hf:.2f} for the HF "
+                f"model on the same prompts): rounding erased the fine-tune; {hint}"
+            )
+    return out

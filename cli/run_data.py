@@ -1,0 +1,84 @@
+"""The one reader of a run's ``data/`` (written by `grpo prep`), for training, eval and export.
+
+``data/train.parquet`` and ``data/eval.parquet`` hold ``question``, ``answer``, ``solution`` and
+``prompt_tokens``; ``data/sft.parquet`` the stage-1 warm-up set; ``data/stats.json`` what prep did
+(``max_prompt_length``: the prompt cut). The rules prep applies and training must apply the same way
+live here too: the ``<think>`` strip of worked solutions and the SFT length cap (seed 000).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cli.common import GrpoError, first_line
+from cli.rundir import RunDir
+
+
+def strip_think(solution: str) -> str:
+    """A worked solution without ``<think>`` tags (seed 000 ``format_row``; OpenMathReasoning rows)."""
+    return solution.replace("<think>", "").replace("</think>", "").strip()
+
+
+def sft_length_cap(max_seq_length: int, max_example_tokens: int = 0) -> int:
+    """Seed 000 stage 1: whole format examples up to half the context (``sft.max_example_tokens`` lower)."""
+    cap = max_seq_length // 2
+    return min(cap, max_example_tokens) if max_example_tokens else cap
+
+
+def read_table(run: RunDir, name: str, required: tuple[str, ...] = ()) -> Any:
+    import pandas as pd
+
+    path = run.require(run.data_dir / name, "data", f"prepped data ({name})")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
+        raise GrpoError(f"cannot read {path}: {exc}; re-run `grpo prep`") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise GrpoError(f"{path} lacks column(s) {', '.join(missing)}: re-run `grpo prep`")
+    if len(df) == 0:
+        raise GrpoError(f"{path} has no rows: re-run `grpo prep` with more data")
+    return df
+
+
+def read_stats(run: RunDir) -> dict[str, Any]:
+    path = run.data_dir / "stats.json"
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise GrpoError(f"{path} is corrupt: re-run `grpo prep`") from None
+
+
+def eval_rows(run: RunDir, limit: int | None = None) -> list[dict[str, str]]:
+    """``question``/``answer`` rows of ``<run>/data/eval.parquet`` (written by `grpo prep`)."""
+    path = run.data_dir / "eval.parquet"
+    if not path.exists():
+        return []
+    try:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path, columns=["question", "answer"])
+    except Exception as exc:  # noqa: BLE001
+        raise GrpoError(f"cannot read {path}: {first_line(exc)}") from None
+    rows = [
+        {"question": str(q), "answer": str(a)}
+        for q, a in zip(table["question"].to_pylist(), table["answer"].to_pylist(), strict=False)
+    ]
+    return rows[:limit] if limit is not None else rows
+
+
+def fallback_rows(limit: int) -> list[dict[str, str]]:
+    """Bundled GSM8K test sample, used for verification when the run has no eval split."""
+    from cli.models import SAMPLES
+
+    rows = []
+    with open(SAMPLES / "gsm8k_test.jsonl", encoding="utf-8") as fh:
+        for raw in fh:
+            row = json.loads(raw)
+            rows.append({"question": row["question"], "answer": row["answer"].split("####")[-1].strip()})
+            if len(rows) >= limit:
+                break
+    return rows
