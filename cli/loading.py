@@ -65,6 +65,21 @@ def load_hf(path: str | Path, *, dtype: Any = "auto", device: str | None = None)
     return model.to(device).eval()
 
 
+def native_dtype(path: str | Path) -> Any:
+    """The dtype the model's weights are stored in (its config's ``dtype``), or None when unknown."""
+    import torch
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(str(path), trust_remote_code=False)
+    except Exception:  # noqa: BLE001 - the load that follows reports a broken model with one line
+        return None
+    value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(value, str):
+        value = getattr(torch, value, None)
+    return value if isinstance(value, torch.dtype) else None
+
+
 def attach_adapter(model: Any, adapter: Path) -> Any:
     """``PeftModel`` over ``model`` with the adapter at ``adapter`` (checked for corruption first)."""
     from peft import PeftModel
