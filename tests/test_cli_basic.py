@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import SAMPLES
 
 from cli.main import app
 
@@ -136,8 +137,8 @@ def test_every_stage_takes_config_and_dry_run(runner, tmp_path, command):
     assert not run.exists(), "--dry-run must not create the run directory"
 
 
-def test_model_flag_is_remembered(runner, tiny_run, shared_data):
-    src = shared_data / "gsm8k" / "test.jsonl"
+def test_model_flag_is_remembered(runner, tiny_run):
+    src = SAMPLES / "gsm8k_test.jsonl"
     result = runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",
                                  "--run", str(tiny_run)])
     assert result.exit_code == 0, result.output
@@ -223,9 +224,9 @@ def test_doctor_fails_when_a_reward_cannot_run(runner, tiny_run, tmp_path):
     assert "FAIL" in result.output
 
 
-def test_doctor_flags_a_run_made_with_another_format(runner, tiny_run, tmp_path, shared_data):
+def test_doctor_flags_a_run_made_with_another_format(runner, tiny_run, tmp_path):
     pytest.importorskip("py_rewards._core")
-    src = shared_data / "gsm8k" / "test.jsonl"
+    src = SAMPLES / "gsm8k_test.jsonl"
     assert runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",
                                "--run", str(tiny_run)]).exit_code == 0
     result = runner.invoke(app, ["doctor", "--run", str(tiny_run)])

