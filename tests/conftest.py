@@ -15,6 +15,17 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.pop("GRPO_RUN", None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# The per-test limit of a `slow` test (the others: `timeout` in pyproject.toml). The slowest, grpo killed
+# twenty times then resumed, took 197 s on 2 busy cores: 600 s leaves room for a slower CI machine. A test
+# that needs more says so with its own @pytest.mark.timeout.
+SLOW_TIMEOUT = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
+
 
 @pytest.fixture
 def runner():

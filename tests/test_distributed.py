@@ -145,7 +145,11 @@ def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:
                 text=True,
             )
         )
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+    try:
+        outs = [p.communicate()[0] for p in procs]
+    finally:  # also when the per-test timeout interrupts a hang (a node waiting for the other forever)
+        for p in procs:
+            p.kill()  # no-op once it has exited
     assert [p.returncode for p in procs] == [0, 0], outs
     from accelerate.commands.config.config_args import load_config_from_file
 
@@ -427,13 +431,18 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
     )
     seen = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        seen.append(line)
-        if line.startswith("grpo 2/200"):
-            os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole foreground group
-            break
-    seen.append(proc.stdout.read())
-    assert proc.wait(timeout=120) == 130
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("grpo 2/200"):
+                os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole foreground group
+                break
+        seen.append(proc.stdout.read())
+        returncode = proc.wait()
+    finally:  # also when the per-test timeout interrupts a hang: no rank is left running
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert returncode == 130
     out = "".join(seen)
     assert "Traceback" not in out and "ChildFailedError" not in out and "error:" not in out
     assert out.count("interrupted at step") == 1

@@ -40,12 +40,14 @@ def _kill_after(proc: subprocess.Popen[str], marker: tuple[str, str], delay: flo
     said just before training or writing), wait ``delay`` s, SIGKILL; returns the output seen."""
     seen = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        seen.append(line)
-        if line.startswith(marker[0]) and marker[1] in line:
-            break
-    time.sleep(delay)
-    proc.send_signal(signal.SIGKILL)  # no effect if it has already ended
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith(marker[0]) and marker[1] in line:
+                break
+        time.sleep(delay)
+    finally:  # also when the per-test timeout interrupts the wait: no trainer is left running
+        proc.send_signal(signal.SIGKILL)  # no effect if it has already ended
     rest, _ = proc.communicate(timeout=60)
     return "".join(seen) + (rest or "")
 
