@@ -3,11 +3,12 @@ PY ?= python3
 PIP := $(PY) -m pip
 EXTRAS ?= train,gguf,cosine,dev
 
-.PHONY: help install build test test-rust test-py lint fmt bench bench-math demo clean
+.PHONY: help install build test test-rust test-py test-fast lint fmt bench bench-math demo clean
 
 help:
 	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)]"
-	@echo "make test     - cargo tests of the reward core, then the pytest suite"
+	@echo "make test     - cargo tests of the reward core, then the whole pytest suite (what CI runs)"
+	@echo "make test-fast - pytest without the slow end-to-end runs (pytest -m 'not slow'): the dev loop"
 	@echo "make lint     - ruff, mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
 	@echo "make bench    - reward-engine benchmark (bench/bench_rewards.py), outside the test run"
 	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
@@ -26,6 +27,9 @@ test-rust:
 
 test-py:
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+test-fast:
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
 
 lint:
 	$(PY) -m ruff check cli py_rewards tests bench tools

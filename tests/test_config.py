@@ -63,7 +63,7 @@ def test_presets_resolve() -> None:
         assert cfg.preset == name and cfg.grpo.max_steps >= 1
 
 
-def test_a_bad_config_changes_nothing_in_the_run(runner, tmp_path: Path) -> None:
+def test_a_bad_config_changes_nothing_in_the_run(tmp_path: Path) -> None:
     """Refused before the run saves its config: the run directory is exactly as it was."""
     run = tmp_path / "run"
     (run / "data").mkdir(parents=True)
@@ -76,7 +76,7 @@ def test_a_bad_config_changes_nothing_in_the_run(runner, tmp_path: Path) -> None
         ("grpo:\n  temperature: -1\n", "grpo.temperature"),
     ):
         bad.write_text(text)
-        line = fails_fast(runner, ["grpo", "--run", str(run), "--config", str(bad)])
+        line = fails_fast(["grpo", "--run", str(run), "--config", str(bad)])
         assert key in line
         assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
 

@@ -145,7 +145,11 @@ def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:
                 text=True,
             )
         )
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+    try:
+        outs = [p.communicate()[0] for p in procs]
+    finally:  # also when the per-test timeout interrupts a hang (a node waiting for the other forever)
+        for p in procs:
+            p.kill()  # no-op once it has exited
     assert [p.returncode for p in procs] == [0, 0], outs
     from accelerate.commands.config.config_args import load_config_from_file
 
@@ -165,21 +169,21 @@ def test_two_nodes_sharing_a_run_dir(prepped: Path, tmp_path: Path) -> None:
 
 
 # ---- launcher errors: one line, before anything loads ------------------------------------------
-def test_gpus_without_a_gpu_says_so(runner, tmp_path: Path) -> None:
+def test_gpus_without_a_gpu_says_so(tmp_path: Path) -> None:
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2"])
+    line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2"])
     assert "no CUDA GPU" in line and "--cpu" in line
 
 
-def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
+def test_world_size_must_hold_whole_groups(tmp_path: Path) -> None:
     args = ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--cpu", "--gens", "4"]
-    line = fails_fast(runner, [*args, "--gpus", "3", "--batch-size", "2"])
+    line = fails_fast([*args, "--gpus", "3", "--batch-size", "2"])
     assert "world size 3 × --batch-size 2 = 6" in line and "use --batch-size 4" in line
     # 2 processes × 2 completions = one group of 4 across the ranks: allowed (fails later, on the data).
-    line = fails_fast(runner, [*args, "--gpus", "2", "--batch-size", "2"])
+    line = fails_fast([*args, "--gpus", "2", "--batch-size", "2"])
     assert "grpo prep" in line
 
 
@@ -198,18 +202,15 @@ def test_world_size_must_hold_whole_groups(runner, tmp_path: Path) -> None:
         (["--cpu", "--num-nodes", "2", "--main-address", "10.0.0.1:http"], "not a number"),
     ],
 )
-def test_bad_launch_flags(runner, tmp_path: Path, extra: list[str], expect: str) -> None:
-    line = fails_fast(
-        runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", *extra]
-    )
+def test_bad_launch_flags(tmp_path: Path, extra: list[str], expect: str) -> None:
+    line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", *extra])
     assert expect in line
 
 
-def test_deepspeed_missing(runner, tmp_path: Path) -> None:
+def test_deepspeed_missing(tmp_path: Path) -> None:
     if importlib.util.find_spec("deepspeed") is not None:
         pytest.skip("deepspeed is installed")
     line = fails_fast(
-        runner,
         ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--gpus", "2", "--deepspeed", "zero3"],
     )
     assert "DeepSpeed is not installed" in line
@@ -225,11 +226,11 @@ def _checkpoint(run: Path, step: int, *, deepspeed: bool) -> Path:
     return ckpt
 
 
-def test_deepspeed_cannot_resume_a_plain_checkpoint(runner, tmp_path: Path) -> None:
+def test_deepspeed_cannot_resume_a_plain_checkpoint(tmp_path: Path) -> None:
     run = tmp_path / "r"
     _checkpoint(run, 2, deepspeed=False)
     args = ["grpo", "--run", str(run), "--backend", "hf", "--resume", "--deepspeed", "zero2"]
-    line = fails_fast(runner, args)
+    line = fails_fast(args)
     assert "checkpoint-2 was not written under DeepSpeed" in line and "without --deepspeed" in line
 
 
@@ -241,10 +242,8 @@ def test_resuming_a_deepspeed_checkpoint_without_it_says_what_stays_behind(tmp_p
     assert capsys.readouterr().err == ""
 
 
-def test_unsloth_is_one_gpu(runner, tmp_path: Path) -> None:
-    line = fails_fast(
-        runner, ["grpo", "--run", str(tmp_path / "r"), "--backend", "unsloth", "--gpus", "2", "--cpu"]
-    )
+def test_unsloth_is_one_gpu(tmp_path: Path) -> None:
+    line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--backend", "unsloth", "--gpus", "2", "--cpu"])
     assert "--backend hf" in line
 
 
@@ -254,16 +253,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_vllm_server_unreachable(runner, tmp_path: Path) -> None:
+def test_vllm_server_unreachable(tmp_path: Path) -> None:
     port = _free_port()  # nothing listens there any more
     line = fails_fast(
-        runner,
         ["grpo", "--run", str(tmp_path / "r"), "--backend", "hf", "--vllm-server", f"127.0.0.1:{port}"],
     )
     assert f"vLLM server http://127.0.0.1:{port} is not reachable" in line and "grpo serve" in line
-    assert "expected HOST:PORT" in fails_fast(
-        runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", ":80"]
-    )
+    assert "expected HOST:PORT" in fails_fast(["grpo", "--run", str(tmp_path / "r"), "--vllm-server", ":80"])
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
@@ -286,16 +282,16 @@ def health_server():
     server.shutdown()
 
 
-def test_vllm_server_reachable_but_vllm_missing(runner, tmp_path: Path, health_server: str) -> None:
+def test_vllm_server_reachable_but_vllm_missing(tmp_path: Path, health_server: str) -> None:
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed")
-    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
+    line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
     assert "vLLM is not installed" in line and "grpo[vllm]" in line
 
 
-def test_vllm_server_answering_an_error(runner, tmp_path: Path, health_server: str, monkeypatch) -> None:
+def test_vllm_server_answering_an_error(tmp_path: Path, health_server: str, monkeypatch) -> None:
     monkeypatch.setattr(_Health, "status", 503)
-    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
+    line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
     assert "HTTP 503" in line
 
 
@@ -311,7 +307,7 @@ def test_serve(runner, tmp_path: Path) -> None:
     head = subprocess.run([*cmd[:3], "vllm-serve", "--help"], capture_output=True, text=True, timeout=120)
     assert head.returncode == 0 and "--gpu_memory_utilization" in head.stdout, head.stderr[-2000:]
     if importlib.util.find_spec("vllm") is None:
-        assert "vLLM is not installed" in fails_fast(runner, ["serve", "--run", str(tmp_path / "r")])
+        assert "vLLM is not installed" in fails_fast(["serve", "--run", str(tmp_path / "r")])
 
 
 # ---- the pieces --------------------------------------------------------------------------------
@@ -427,13 +423,18 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
     )
     seen = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        seen.append(line)
-        if line.startswith("grpo 2/200"):
-            os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole foreground group
-            break
-    seen.append(proc.stdout.read())
-    assert proc.wait(timeout=120) == 130
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("grpo 2/200"):
+                os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole foreground group
+                break
+        seen.append(proc.stdout.read())
+        returncode = proc.wait()
+    finally:  # also when the per-test timeout interrupts a hang: no rank is left running
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert returncode == 130
     out = "".join(seen)
     assert "Traceback" not in out and "ChildFailedError" not in out and "error:" not in out
     assert out.count("interrupted at step") == 1

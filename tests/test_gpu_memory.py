@@ -86,10 +86,10 @@ def test_utilization_values_read_from_yaml() -> None:
     assert parse_utilization("0.25") == 0.25 and parse_utilization(0.7) == 0.7
 
 
-def test_config_rejects_a_bad_share_before_anything_runs(runner, tmp_path: Path) -> None:
+def test_config_rejects_a_bad_share_before_anything_runs(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("grpo:\n  gpu_memory_utilization: 1.2\n")
-    line = fails_fast(runner, ["grpo", "--run", str(tmp_path / "r"), "--config", str(cfg)])
+    line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--config", str(cfg)])
     assert "grpo.gpu_memory_utilization must be auto or a fraction in (0, 1), not 1.2" in line
     assert not (tmp_path / "r").exists()
 

@@ -1,4 +1,4 @@
-"""`grpo prep`: parsing of the real data copies, the seed-000 filters, stats.json, bad rows, atomic writes.
+"""`grpo prep`: parsing of the bundled samples, the seed-000 filters, stats.json, bad rows, atomic writes.
 
 Run: pytest tests/test_prep.py -q   (in-process; the tiny model is built once per session)
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import SAMPLES
 
 from cli import data_prep as dp
 from cli.main import app
@@ -42,7 +43,7 @@ def error_line(result) -> str:
     return lines[0]
 
 
-# ---- the real local copies (../shared/data) -------------------------------------------------------
+# ---- the bundled samples (cli/data/samples), real rows of the real files -----------------------------
 
 def gold_gsm8k(path: Path) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
@@ -71,25 +72,48 @@ def gold_verl(path: Path) -> dict[str, set[str]]:
     return out
 
 
-# (dataset name, file under shared/data, extra flags, expected schema, gold answers by question)
-LOCAL_COPIES = [
-    ("gsm8k", "gsm8k/train.jsonl", [], "gsm8k", gold_gsm8k),
-    ("gsm8k", "gsm8k/test.jsonl", [], "gsm8k", gold_gsm8k),
-    ("math", "math/test.jsonl", ["--keep-non-numeric"], "problem-answer", gold_math500),
-    ("math", "math/hendrycks_full/train.parquet", ["--keep-non-numeric"], "verl", gold_verl),
-    ("math", "math/hendrycks_full/test.parquet", [], "verl", gold_verl),
-    ("dapo", "dapo/dapo_math_17k.parquet", [], "verl", gold_verl),
+@pytest.fixture(scope="module")
+def math_verl(tmp_path_factory) -> Path:
+    """MATH in the verl layout of the full Hendrycks copies (nangongrui-ngr/NGRPO `data/math/*.parquet`):
+    prompt messages, and a ground truth that is a dict {question, solution, target}. No sample of that
+    file is bundled, so it is written here from the bundled MATH500 rows, field for field."""
+    rows = [json.loads(line) for line in (SAMPLES / "math500.jsonl").open()]
+    path = tmp_path_factory.mktemp("verl") / "math_verl.parquet"
+    pd.DataFrame({
+        "level": [f"Level {r['level']}" for r in rows],
+        "type": [r["subject"] for r in rows],
+        "data_source": ["TianHongZXY/MATH"] * len(rows),
+        "prompt": [[{"content": r["problem"], "role": "user"}] for r in rows],
+        "ability": ["math"] * len(rows),
+        "reward_model": [
+            {"ground_truth": {"question": r["problem"], "solution": r["solution"], "target": r["answer"]},
+             "style": "rule"} for r in rows
+        ],
+        "extra_info": [{"index": i, "split": "test"} for i in range(len(rows))],
+    }).to_parquet(path)
+    return path
+
+
+# (dataset name, source file, extra flags, expected schema, gold answers by question). The bundled
+# files hold 100 to 400 rows: 80 are read from each.
+SOURCES = [
+    ("gsm8k", "gsm8k_train.jsonl", [], "gsm8k", gold_gsm8k),
+    ("gsm8k", "gsm8k_test.jsonl", [], "gsm8k", gold_gsm8k),
+    ("math", "math500.jsonl", ["--keep-non-numeric"], "problem-answer", gold_math500),
+    ("math", "math_verl.parquet", ["--keep-non-numeric"], "verl", gold_verl),
+    ("math", "math_verl.parquet", [], "verl", gold_verl),
+    ("dapo", "dapo_math.parquet", [], "verl", gold_verl),
 ]
 
 
-@pytest.mark.parametrize(("name", "rel", "flags", "schema", "gold"), LOCAL_COPIES,
-                         ids=[c[1] for c in LOCAL_COPIES])
-def test_local_copies_parse(runner, tiny_run, shared_data, name, rel, flags, schema, gold):
-    src = shared_data / rel
-    result = prep(runner, tiny_run, name, "--source", str(src), "--limit", "150", "--eval-size", "20", *flags)
+@pytest.mark.parametrize(("name", "file", "flags", "schema", "gold"), SOURCES,
+                         ids=[f"{c[1]}{'-keep' if c[2] else ''}" for c in SOURCES])
+def test_sources_parse(runner, tiny_run, math_verl, name, file, flags, schema, gold):
+    src = math_verl if file == math_verl.name else SAMPLES / file
+    result = prep(runner, tiny_run, name, "--source", str(src), "--limit", "80", "--eval-size", "20", *flags)
     assert result.exit_code == 0, result.output
     train, held_out, stats = read_run(tiny_run)
-    assert stats["schema"] == schema and stats["rows_read"] == 150 and stats["bad_rows"] == 0
+    assert stats["schema"] == schema and stats["rows_read"] == 80 and stats["bad_rows"] == 0
     assert stats["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
     assert len(held_out) == 20 and len(train) == stats["kept_train"] > 0
     both = pd.concat([train, held_out])
@@ -105,19 +129,19 @@ def test_local_copies_parse(runner, tiny_run, shared_data, name, rel, flags, sch
         assert both["solution"].notnull().all()
         assert not both["solution"].str.contains("<<|####").any()
         assert not both["answer"].str.contains(",").any()
-    if rel.startswith("dapo"):
+    if file.startswith("dapo"):
         assert both["solution"].isnull().all()  # DAPO has answers only
-    if "hendrycks" in rel:
+    if file == math_verl.name:
         assert both["solution"].str.contains("boxed").all()
 
 
-def test_p90_cut_is_exact(runner, tiny_run, tiny_model_dir, shared_data):
+def test_p90_cut_is_exact(runner, tiny_run, tiny_model_dir):
     """kept == #rows with length <= np.quantile(lengths, q); lengths as seed 000 computes them."""
     from transformers import AutoTokenizer
 
     from py_rewards.spec import get_spec
 
-    src = shared_data / "gsm8k" / "test.jsonl"
+    src = SAMPLES / "gsm8k_train.jsonl"
     n, q = 300, 0.9
     result = prep(runner, tiny_run, "gsm8k", "--source", str(src), "--limit", str(n), "--quantile", str(q))
     assert result.exit_code == 0, result.output
@@ -142,9 +166,9 @@ def test_p90_cut_is_exact(runner, tiny_run, tiny_model_dir, shared_data):
     assert both["prompt_tokens"].max() <= stats["max_prompt_length"]
 
 
-def test_stats_json(runner, tiny_run, shared_data):
-    src = shared_data / "math" / "test.jsonl"
-    result = prep(runner, tiny_run, "math", "--source", str(src), "--limit", "200", "--eval-size", "10")
+def test_stats_json(runner, tiny_run):
+    src = SAMPLES / "math500.jsonl"
+    result = prep(runner, tiny_run, "math", "--source", str(src), "--limit", "90", "--eval-size", "10")
     assert result.exit_code == 0, result.output
     train, held_out, stats = read_run(tiny_run)
     assert stats["dataset"] == "math" and stats["source"] == str(src) and stats["model"] == "tiny"
@@ -152,7 +176,7 @@ def test_stats_json(runner, tiny_run, shared_data):
     # Every row read is accounted for exactly once.
     accounted = ("bad_rows", "filtered_ability", "filtered_non_numeric", "cut_by_length", "kept_train",
                  "kept_eval")
-    assert sum(stats[k] for k in accounted) == stats["rows_read"] == 200
+    assert sum(stats[k] for k in accounted) == stats["rows_read"] == 90
     assert stats["filtered_non_numeric"] > 0  # MATH500 has symbolic answers
     pct = stats["prompt_tokens_all"]
     assert pct["min"] <= pct["p50"] <= pct["p90"] <= pct["p99"] <= pct["max"]
@@ -197,8 +221,8 @@ def test_bad_rows_are_counted_not_fatal(runner, tiny_run, tmp_path):
     assert "bad rows" in result.output and "6" in result.output
 
 
-def test_eval_split_is_deterministic(runner, tmp_path, tiny_model_dir, shared_data):
-    src = shared_data / "gsm8k" / "train.jsonl"
+def test_eval_split_is_deterministic(runner, tmp_path, tiny_model_dir):
+    src = SAMPLES / "gsm8k_train.jsonl"
     held = []
     for name in ("a", "b"):
         run = tmp_path / name

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -478,23 +477,29 @@ sys.exit(os.waitstatus_to_exitcode(status))
     assert proc.returncode == 0, proc.stderr
 
 
-DEGENERATE = [
-    "<end_working_out><SOLUTION>" * 8000,  # format loop, no closing tag (cubic for the regex)
-    "<SOLUTION>" + " " * 200_000,  # whitespace run after the tag (quadratic for NUMERIC)
-    "<end_working_out><SOLUTION>x" + "</SOLUTION> " * 15_000,  # many end tags
-    "<SOLUTION>" + "\u3000" * 100_000 + "-" * 100_000,  # Unicode spaces, lone signs
-]
+# Inputs on which the seed regexes backtrack, as functions of a size k. The scores do not depend on k, so
+# the engine at k = 10_000 (~2 MB each) must give the reference's scores at k = 1. A linear scan takes
+# milliseconds; the regexes' quadratic or cubic work would take hours there, far past the per-test
+# timeout, which is what fails a super-linear engine (no clock is read here).
+DEGENERATE = {
+    "loop": lambda k: "<end_working_out><SOLUTION>" * (8 * k),  # format loop, no closing tag (cubic)
+    "spaces": lambda k: "<SOLUTION>" + " " * (200 * k),  # whitespace after the tag (quadratic for NUMERIC)
+    "ends": lambda k: "<end_working_out><SOLUTION>x" + "</SOLUTION> " * (15 * k),  # many end tags
+    "unicode": lambda k: "<SOLUTION>" + "\u3000" * (100 * k) + "-" * (100 * k),  # Unicode spaces, lone signs
+}
 
 
-@pytest.mark.parametrize("text", DEGENERATE, ids=["loop", "spaces", "ends", "unicode"])
-def test_degenerate_inputs_are_fast(text: str) -> None:
-    # The reference is not run here: it takes minutes on these.
-    funcs = make_reward_funcs()[0] + make_reward_funcs(None, ["strict_format_reward_func"])[0]
+@pytest.mark.parametrize("shape", DEGENERATE)
+def test_degenerate_inputs_scale_linearly(shape: str) -> None:
+    def scores(backend: str, text: str) -> list[float]:
+        funcs = make_reward_funcs(backend=backend)[0]
+        funcs += make_reward_funcs(None, ["strict_format_reward_func"], backend=backend)[0]
+        return [f(completions=[text], answer=["1"])[0] for f in funcs]
+
     get_scorer().clear_cache()
-    t0 = time.perf_counter()
-    for f in funcs:
-        f(completions=[text], answer=["1"])
-    assert time.perf_counter() - t0 < 1.0
+    small, huge = DEGENERATE[shape](1), DEGENERATE[shape](10_000)
+    assert len(huge) > 1_500_000
+    assert scores("rust", huge) == scores("rust", small) == scores("python", small)
 
 
 def test_import_needs_no_heavy_frameworks() -> None:

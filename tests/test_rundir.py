@@ -70,7 +70,7 @@ def _holder(run: Path) -> subprocess.Popen:
     return proc
 
 
-def test_one_writer_per_run_directory(runner, tmp_path: Path) -> None:
+def test_one_writer_per_run_directory(tmp_path: Path) -> None:
     """Issue 11 row 2: two `grpo grpo` on one run both exited 0 with their files mixed. The second now stops
     with one line naming the holder and changes nothing; a lock left by a killed process is taken over."""
     from helpers import fails_fast
@@ -87,7 +87,7 @@ def test_one_writer_per_run_directory(runner, tmp_path: Path) -> None:
             ["sft", "--run", str(run)],
             ["prep", "gsm8k", "--run", str(run)],
         ):
-            line = fails_fast(runner, args)
+            line = fails_fast(args)
             assert f"is in use by `grpo grpo` (pid {proc.pid}" in line, line
         after = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".grpo.lock"}
         assert after == before
