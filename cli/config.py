@@ -19,8 +19,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from cli.common import GrpoError
 from cli.settings import check_fields, setting
 
@@ -512,6 +510,8 @@ def _rewards(value: Any) -> list[RewardSpec]:
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # not at import time: `grpo --help` builds its options from this module
+
     try:
         text = Path(path).read_text()
     except FileNotFoundError:
@@ -579,4 +579,6 @@ def validate(cfg: Config) -> None:
 
 
 def to_yaml(cfg: Config) -> str:
+    import yaml
+
     return yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)
