@@ -1,4 +1,7 @@
-"""BOS in the contract's chat template: exactly one BOS on every path, none for BOS-less tokenizers.
+"""BOS across modules (prompting, training/data, models, py_rewards/spec): one BOS on every path.
+
+Spans several modules on purpose, so it is not one module's file; the template alone is in
+tests/test_spec.py.
 
 Gemma (and Llama) need BOS first. TRL's GRPO and our eval/export tokenize the rendered prompt without
 special tokens, so the template writes BOS itself; TRL's SFT tokenizes plain text *with* special
@@ -9,20 +12,11 @@ template then renders seed 000's text byte for byte.
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from cli.config import Config
 from cli.models import build_tiny_tokenizer
 from cli.rundir import RunDir
 from py_rewards.spec import get_spec
-
-BOS_TAG = "{% if bos_token %}{{ bos_token }}{% endif %}"
-
-
-def _render(template: str, **kw: object) -> str:
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    return ImmutableSandboxedEnvironment().from_string(template).render(**kw)
 
 
 def _bos_tokenizer(spec):
@@ -41,23 +35,6 @@ def _bos_tokenizer(spec):
     )
     tok.chat_template = spec.chat_template()
     return tok, bos_id
-
-
-@pytest.mark.parametrize("preset", ["seed000", "seed001"])
-def test_template_without_bos_is_seed000_text(preset: str) -> None:
-    spec = get_spec(preset)
-    template = spec.chat_template()
-    assert template.startswith(BOS_TAG)
-    old = template[len(BOS_TAG) :]
-    msgs = spec.messages("What is 2+3?")
-    for extra in ({}, {"bos_token": None}, {"bos_token": ""}):
-        for gen in (True, False):
-            kw = {"messages": msgs, "eos_token": "<|endoftext|>", "add_generation_prompt": gen, **extra}
-            assert _render(template, **kw) == _render(old, **kw)
-    tiny = build_tiny_tokenizer(spec)
-    assert tiny.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False).startswith(
-        spec.system_prompt
-    )
 
 
 def test_one_bos_on_every_path(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""`grpo grpo --gpus N`: the relaunch under `accelerate launch`, for real, on the CPU.
+"""cli/distributed.py: `grpo grpo --gpus N`, the relaunch under `accelerate launch`, for real, on the CPU.
 
 Two gloo processes train the tiny model for 2 steps (hf backend), each rank dumping the batches it
 scored (``GRPO_REWARD_LOG``); the scores are then recomputed in this one process and must be
@@ -25,7 +25,6 @@ from helpers import REPO, assert_adapter, cli_env, fails_fast, fresh_copy, manif
 
 from cli import distributed
 from cli.distributed import Plan
-from cli.main import app
 from cli.rundir import RunDir
 
 
@@ -293,21 +292,6 @@ def test_vllm_server_answering_an_error(tmp_path: Path, health_server: str, monk
     monkeypatch.setattr(_Health, "status", 503)
     line = fails_fast(["grpo", "--run", str(tmp_path / "r"), "--vllm-server", health_server])
     assert "HTTP 503" in line
-
-
-def test_serve(runner, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["serve", "--run", str(tmp_path / "r"), "--port", "8123", "--dry-run"])
-    assert result.exit_code == 0, result.output
-    cmd = yaml.safe_load(result.output)["serve"]["command"]
-    assert cmd[cmd.index("vllm-serve") + 1 : cmd.index("vllm-serve") + 3] == ["--model", "tiny"]
-    assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max_model_len") + 1] == "2048"
-    # This interpreter's TRL, through a module that runs: `python -m trl.cli` has no __main__ in TRL 1.15
-    # (the server never started on the H200 that way).
-    assert cmd[:3] == [sys.executable, "-m", "trl.cli.main"]
-    head = subprocess.run([*cmd[:3], "vllm-serve", "--help"], capture_output=True, text=True, timeout=120)
-    assert head.returncode == 0 and "--gpu_memory_utilization" in head.stdout, head.stderr[-2000:]
-    if importlib.util.find_spec("vllm") is None:
-        assert "vLLM is not installed" in fails_fast(["serve", "--run", str(tmp_path / "r")])
 
 
 # ---- the pieces --------------------------------------------------------------------------------

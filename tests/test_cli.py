@@ -1,7 +1,11 @@
-"""The CLI surface: help, version, start-up imports, config resolution, one-line errors, `grpo doctor`.
+"""cli/main.py: the command line — help, version, start-up imports, `--config`/`--dry-run` on every stage.
 
-Run: pytest tests/test_cli_basic.py -q   (in-process through typer's CliRunner; ~20 s with the
-tiny-model doctor check)
+Also here for now, because tests/test_config.py, test_prep.py and test_rundir.py are being edited on
+another branch: config resolution and the seed presets (cli/config.py), the remembered `--model`, and
+the one-line errors on bad input (config, prep, rundir). They move to those files once that lands.
+The doctor checks are in tests/test_doctor.py, the library-noise routing in tests/test_quiet.py.
+
+Run: pytest tests/test_cli.py -q   (in-process through typer's CliRunner)
 """
 
 from __future__ import annotations
@@ -95,6 +99,15 @@ def test_help_imports_nothing_beyond_typer(args, typer_args):
     floor = _imported(_TYPER_HELP, *typer_args)
     grpo = _imported("from cli.main import main; main()", *args)
     assert grpo - floor <= {"cli", "__main__"}, sorted(grpo - floor)
+
+
+def test_no_flag_shows_a_bool_type_in_help(runner) -> None:
+    from cli.main import app
+
+    for command in ([], ["prep"], ["sft"], ["grpo"], ["export"], ["chat"], ["eval"], ["doctor"]):
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "160"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output, command
 
 
 # ---- config resolution -------------------------------------------------------------------------
@@ -216,90 +229,3 @@ def test_no_run_directory(runner, tmp_path):
     run.ensure()
     with pytest.raises(GrpoError, match=r"run `grpo prep NAME --run .*` first"):
         run.require(run.data_dir / "train.parquet", "data", "prepped data")
-
-
-# ---- doctor --------------------------------------------------------------------------------------
-
-def test_doctor_on_a_tiny_run(runner, tiny_run):
-    pytest.importorskip("py_rewards._core")
-    result = runner.invoke(app, ["doctor", "--run", str(tiny_run), "--model", "tiny"])
-    assert result.exit_code == 0, result.output
-    out = result.output
-    assert "transformers" in out and ("CPU only" in out or "GiB" in out)
-    assert "<start_working_out>" in out  # the rendered generation prompt is shown
-    assert "perfect completion scores highest" in out and "all checks passed" in out
-    assert not (tiny_run / "config.yaml").exists(), "doctor writes nothing"
-
-
-def test_doctor_fails_when_a_reward_cannot_run(runner, tiny_run, tmp_path):
-    # A reward that raises is a failed check (exit 1), reported in the table, never a traceback.
-    pytest.importorskip("py_rewards._core")
-    config = tmp_path / "r.yaml"
-    config.write_text("grpo: {rewards: [match_format_exactly, no_such_module.reward]}\n")
-    result = runner.invoke(app, ["doctor", "--run", str(tiny_run), "--config", str(config)])
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    assert "FAIL" in result.output
-
-
-def test_doctor_flags_a_run_made_with_another_format(runner, tiny_run, tmp_path):
-    pytest.importorskip("py_rewards._core")
-    src = SAMPLES / "gsm8k_test.jsonl"
-    assert runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",
-                               "--run", str(tiny_run)]).exit_code == 0
-    result = runner.invoke(app, ["doctor", "--run", str(tiny_run)])
-    assert result.exit_code == 0, result.output
-    assert "run format contract" in result.output
-    config = tmp_path / "fmt.yaml"
-    config.write_text("format: seed001\n")  # other tags than the ones the data was prepped with
-    result = runner.invoke(app, ["doctor", "--run", str(tiny_run), "--config", str(config)])
-    assert result.exit_code == 1, result.output
-    assert "check(s) failed: run format contract" in result.output
-
-
-def test_library_noise_goes_to_the_run_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import logging
-    import sys
-    import warnings
-
-    from cli import quiet
-    from cli.common import console
-
-    run = tmp_path / "run"
-    undo = quiet.install(run, "sft")
-    try:
-        # What torch, bitsandbytes, Unsloth and transformers do while a command runs (issue #15).
-        warnings.warn("torch.utils._pytree._register_pytree_node is deprecated", FutureWarning, stacklevel=1)
-        logging.getLogger("bitsandbytes.backends.cpu.ops").warning("Failed to load CPU gemm_4bit_forward")
-        print("🦥 Unsloth: Will patch your computer to enable 2x faster free finetuning.")
-        print("a stray line", file=sys.stderr)
-        console.print("sft 5/60 │ loss 1.2")  # our own output stays on the terminal
-    finally:
-        undo()
-    out, err = capsys.readouterr()
-    assert out.strip() == "sft 5/60 │ loss 1.2" and err == ""
-    log = (run / "logs" / "grpo.log").read_text()
-    for line in ("grpo sft ==", "_pytree", "gemm_4bit_forward", "Unsloth: Will patch", "a stray line"):
-        assert line in log, line
-    assert "sft 5/60" not in log
-    print("after", file=sys.stderr)  # undone: the terminal again
-    assert capsys.readouterr().err == "after\n"
-
-
-def test_verbose_keeps_library_output_on_the_terminal(tmp_path: Path, monkeypatch, capsys) -> None:
-    from cli import quiet
-
-    monkeypatch.setenv(quiet.VERBOSE_ENV, "1")
-    undo = quiet.install(tmp_path / "run", "prep")
-    print("banner")
-    undo()
-    assert capsys.readouterr().out == "banner\n" and not (tmp_path / "run").exists()
-
-
-def test_no_flag_shows_a_bool_type_in_help(runner) -> None:
-    from cli.main import app
-
-    for command in ([], ["prep"], ["sft"], ["grpo"], ["export"], ["chat"], ["eval"], ["doctor"]):
-        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "160"})
-        assert result.exit_code == 0, result.output
-        assert "<bool>" not in result.output, command

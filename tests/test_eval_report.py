@@ -1,0 +1,28 @@
+"""cli/eval_report.py: eval.png — every bar labelled (a zero too), long labels wrapped (cli/plots.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_eval_png_shows_zero_values_and_wraps_labels(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from cli.eval_report import plot_png
+    from cli.evaluation import LABELS
+    from cli.plots import wrap_label
+
+    results = [
+        {"label": LABELS[k], "format_compliance": f, "accuracy": 0.0, "mean_completion_tokens": n}
+        for k, f, n in (("base", 0.0, 16), ("sft", 0.5, 40), ("grpo", 1.0, 31))
+    ]
+    png = plot_png(results, "test")
+    assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n"
+    # Every bar carries its value: a zero is a visible "0%", not a missing bar.
+    from cli.eval_report import eval_figure
+
+    fig = eval_figure(results, "test")
+    shown = [t.get_text() for t in fig.axes[0].texts]
+    assert shown.count("0%") == 4 and "50%" in shown and "100%" in shown  # format 0, accuracy 0 ×3
+    assert [t.get_text() for t in fig.axes[1].texts] == ["16", "40", "31"]
+    # Long labels are wrapped at word boundaries so neighbours do not overlap.
+    assert wrap_label(LABELS["sft"]) == "After SFT\n(format\nwarm-up)"
