@@ -309,11 +309,44 @@ def test_empty_tag_is_rejected() -> None:
         _core.Scorer("a", "b", "c", "")
 
 
+DEBUG_CORE_ENV = "PY_REWARDS_DEBUG_CORE"
+
+_PANIC_CHECK = """
+import importlib.util, os, sys
+path = os.environ.get("PY_REWARDS_DEBUG_CORE")
+if path:  # this build of the extension, in place of the installed one
+    spec = importlib.util.spec_from_file_location("py_rewards._core", path)
+    core = importlib.util.module_from_spec(spec)
+    sys.modules["py_rewards._core"] = core
+    spec.loader.exec_module(core)
+from py_rewards import RewardCorePanic, _core, match_format_exactly
+try:
+    _core._debug_panic()
+except RewardCorePanic as exc:
+    assert "debug panic at item 12345" in str(exc), exc
+else:
+    sys.exit("no exception")
+assert issubclass(RewardCorePanic, RuntimeError)
+text = "<start_working_out>2+2<end_working_out><SOLUTION>1</SOLUTION>"
+assert match_format_exactly(completions=[text]) == [3.0]  # still usable afterwards
+"""
+
+
 def test_rust_panic_is_a_python_exception() -> None:
-    with pytest.raises(RuntimeError, match="debug panic"):
-        _core._debug_panic()
+    """A panic in a pool thread, with the GIL released, is a RewardCorePanic (a RuntimeError).
+
+    The hook ``_debug_panic`` exists only with the cargo feature ``debug-hooks``, which release
+    builds leave out: ``make test`` builds such a core and names it in PY_REWARDS_DEBUG_CORE.
+    """
     assert issubclass(RewardCorePanic, RuntimeError)
-    assert match_format_exactly(completions=[OK(1)]) == [3.0]  # still usable afterwards
+    if not os.environ.get(DEBUG_CORE_ENV) and not hasattr(_core, "_debug_panic"):
+        pytest.skip(
+            f"needs a core built with the cargo feature debug-hooks: run `make test`, or set "
+            f"{DEBUG_CORE_ENV} to the libreward_core.so of `cargo build --release -p reward_core "
+            f"--features python,debug-hooks`"
+        )
+    proc = subprocess.run([sys.executable, "-c", _PANIC_CHECK], timeout=60, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_lone_surrogates_fall_back_to_the_reference() -> None:

@@ -1154,16 +1154,12 @@ fn _after_fork_in_child() {
     parallel::after_fork_in_child();
 }
 
-/// Test hook: panics inside the rayon pool with the GIL released (must surface as RewardCorePanic).
+/// Test hook (cargo feature `debug-hooks`, off in release builds): panics inside the rayon pool
+/// with the GIL released, which must surface as `RewardCorePanic`.
+#[cfg(feature = "debug-hooks")]
 #[pyfunction]
 fn _debug_panic(py: Python<'_>) -> PyResult<()> {
-    detach_guarded(py, || {
-        let texts: Vec<&str> = vec!["x"; 1 << 16];
-        let total = parallel::PARALLEL_MIN_BYTES;
-        parallel::map_indices(texts.len(), total, |i| {
-            assert!(i != 12_345, "debug panic at item {i}");
-        });
-    })
+    detach_guarded(py, parallel::debug_panic)
 }
 
 #[pymodule]
@@ -1190,6 +1186,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(math_equal_batch, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_math, m)?)?;
     m.add_function(wrap_pyfunction!(extract_math_answer, m)?)?;
+    #[cfg(feature = "debug-hooks")]
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     let after_fork = wrap_pyfunction!(_after_fork_in_child, m)?;
     m.add_function(after_fork.clone())?;
