@@ -1,4 +1,4 @@
-"""Type stub of the Rust extension ``py_rewards._core`` (reward_core/src/python.rs)."""
+"""Type stub of the Rust extension ``py_rewards._core`` (reward_core/src/python/)."""
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, final

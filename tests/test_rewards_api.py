@@ -434,7 +434,7 @@ def test_cache_never_serves_a_changed_message_list() -> None:
 
 
 def test_non_ascii_texts_in_a_parallel_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """UCS-2 / UCS-4 strings (converted off the GIL) score as the reference, serial or parallel."""
+    """UCS-2 / UCS-4 strings (read as CPython's UTF-8) score as the reference, serial or parallel."""
     rng = __import__("random").Random(5)
     bits = ["x", "\u00d7", "\u03c0", "\u2248", "\U0001f600", "\u0663", " ", "\u3000", "<SOLUTION>", "7"]
     completions = []

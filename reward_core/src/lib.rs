@@ -2,7 +2,7 @@
 //! with Python-exact semantics.
 //!
 //! Pure Rust: no Python types here (`cargo test` needs no interpreter). The PyO3 module
-//! `py_rewards._core` lives in `python.rs` behind the `python` feature.
+//! `py_rewards._core` lives in `python/` behind the `python` feature.
 //!
 //! ```
 //! use reward_core::{Scorer, Tags, Scores};
