@@ -434,7 +434,8 @@ def test_cache_never_serves_a_changed_message_list() -> None:
 
 
 def test_non_ascii_texts_in_a_parallel_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """UCS-2 / UCS-4 strings (read as CPython's UTF-8) score as the reference, serial or parallel."""
+    """Latin-1 / UCS-2 / UCS-4 strings (a first call copies them as UCS-4 and encodes them itself)
+    score as the reference, serial or parallel."""
     rng = __import__("random").Random(5)
     bits = ["x", "\u00d7", "\u03c0", "\u2248", "\U0001f600", "\u0663", " ", "\u3000", "<SOLUTION>", "7"]
     completions = []
@@ -452,6 +453,41 @@ def test_non_ascii_texts_in_a_parallel_batch(monkeypatch: pytest.MonkeyPatch) ->
     completions[123] = [{"content": OK(4) + "\ud800"}]
     get_scorer().clear_cache()
     assert _all_four("rust", completions, answer) == _all_four("python", completions, answer)
+
+
+class _EvilKey(str):
+    """A dict key equal to "content" whose comparison runs code: here it empties the batch (and
+    drops its strings) in the middle of the walk over the message dicts."""
+
+    victim: list = []
+
+    def __hash__(self) -> int:
+        return hash("content")
+
+    def __eq__(self, other: object) -> bool:
+        _EvilKey.victim.clear()
+        return str.__eq__(self, other)
+
+    __ne__ = str.__ne__
+
+
+def test_a_key_comparison_that_empties_the_batch_mid_walk() -> None:
+    """The walks over the message lists read items borrowed: Python code run by a dict lookup (a
+    key's __eq__) that frees the batch must neither crash nor score freed strings."""
+    for call in range(2):  # a first call, then a check of the cached batch
+        n = 100
+        completions: list = [[{"role": "assistant", "content": OK(i)}] for i in range(n)]
+        answer = [str(i) for i in range(n)]
+        get_scorer().clear_cache()
+        if call:
+            _all_four("rust", completions, answer)
+        completions[40] = [{_EvilKey("content"): OK(40)}]
+        _EvilKey.victim = completions
+        try:
+            got = _all_four("rust", completions, answer)
+        except (TypeError, ValueError):
+            continue  # the batch changed under the call: an error is fine, a crash is not
+        assert all(len(col) in (0, n) for col in got)
 
 
 def test_score_seed000_batch_api() -> None:

@@ -1,10 +1,14 @@
-//! Python arguments to Rust values and columns back to Python, in safe PyO3. The errors use the
-//! words of `py_rewards/_inputs.py` (the pure-Python backend raises the same).
+//! Python arguments to Rust values and columns back to Python, in safe PyO3 but for three
+//! functions whose `unsafe` blocks a benchmark justifies (each says why): the borrowed walk over
+//! TRL's message lists ([`walk_borrowed`]), the cached call's check of the answers
+//! ([`same_items_borrowed`]) and a first call's read-out of a `str` ([`TextReader::read`]). The
+//! errors use the words of `py_rewards/_inputs.py` (the pure-Python backend raises the same).
 
 use std::ops::Range;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyFloat, PyFrozenSet, PyIterator, PyList, PyMapping, PySet, PyString};
 
 use crate::{Error, Scores};
@@ -95,7 +99,7 @@ pub(crate) fn content_at<'py>(
     })
 }
 
-/// Items per stage of [`contents_staged`] and [`same_contents_borrowed`].
+/// Items per stage of [`contents_staged`] and [`walk_borrowed`].
 const BLOCK: usize = 16;
 
 /// [`content_at`] for items `range` of an exact list, in order: `f(i, content)` (None for an item
@@ -151,21 +155,41 @@ pub(crate) fn content_str<'py>(
     message.get_item(key).ok()??.cast_into::<PyString>().ok()
 }
 
-/// Whether the exact list `list` holds, in order, completions whose contents are exactly the
-/// `cached` objects, for TRL's shapes (exact `str` items, exact lists whose first item is an exact
-/// dict): a cached call's check. None at an item of another shape (the caller then takes the safe
-/// walk, [`contents_staged`]).
+/// How [`walk_borrowed`] hands out each content: by address only (a cached call's check, which
+/// must not write to the strings) or as a new reference (a first call, which reads them).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Take {
+    Address,
+    Reference,
+}
+
+/// A content from [`walk_borrowed`]: its address (NULL where there is none; never dereferenced) or
+/// the `str` itself.
+pub(crate) enum Content<'py> {
+    Address(usize),
+    Str(Bound<'py, PyString>),
+}
+
+/// The contents of items `range` of the exact list `list`, for TRL's shapes (exact `str` items,
+/// exact lists whose first item is an exact dict): `f(i, content)` in order until it returns
+/// false; `Some(whether it never did)`. None at an item of another shape, or with
+/// `Take::Reference` at a content that is missing or not an exact `str` (the caller then takes a
+/// safe path). A list shrunk meanwhile (a lookup's `__eq__` can run any code) is `Some(false)`.
 ///
-/// Unsafe because safe PyO3 takes a reference to every object it hands out: the walk then writes
-/// to each message list, dict and content string, and cannot prefetch. On 65,536 fresh rollouts a
-/// cached call took 1.7 ms that way (2.6 with the answer check) against 1.1 (1.6) here, where the
-/// items of a block are read borrowed and prefetched stage by stage and only the dicts are held
-/// (bench/rewards.md, "2-core dev VM: binding before/after").
+/// Unsafe because safe PyO3 takes a reference to every object it hands out: a walk then writes to
+/// each message list and dict (and, in a cached call's check, each content string), and cannot
+/// prefetch. Here the items of a block of 16 are read borrowed and prefetched stage by stage
+/// (items, dicts, contents), so that the cache misses of a block overlap: a batch's objects lie
+/// all over the heap. On 65,536 fresh rollouts a cached call took 1.7 ms through the safe staged
+/// walk (2.6 with the answer check) against 1.1 (1.6) this way, and a first call ~3 % more CPU
+/// time (bench/rewards.md, "2-core dev VM: binding before/after").
 #[allow(unsafe_code, clippy::cast_possible_wrap)] // indices < a list's length <= isize::MAX
-pub(crate) fn same_contents_borrowed(
-    list: &Bound<'_, PyList>,
-    cached: &[Py<PyString>],
-    key: &Bound<'_, PyString>,
+pub(crate) fn walk_borrowed<'py>(
+    list: &Bound<'py, PyList>,
+    range: Range<usize>,
+    key: &Bound<'py, PyString>,
+    take: Take,
+    mut f: impl FnMut(usize, Content<'py>) -> bool,
 ) -> Option<bool> {
     use pyo3::ffi::{self, PyObject};
     use std::ptr::null_mut;
@@ -177,20 +201,22 @@ pub(crate) fn same_contents_borrowed(
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
         }
     }
-    if list.len() != cached.len() {
-        return Some(false);
-    }
-    let (items, messages) = (&mut [null_mut(); BLOCK], &mut [null_mut(); BLOCK]);
-    for (b, want) in cached.chunks(BLOCK).enumerate() {
+    let py = list.py();
+    let by_ref = take == Take::Reference;
+    let (items, slots) = (&mut [null_mut(); BLOCK], &mut [null_mut(); BLOCK]);
+    let mut is_dict = [false; BLOCK];
+    for start in range.clone().step_by(BLOCK) {
+        let len = BLOCK.min(range.end - start);
         // SAFETY: the GIL is held; `list` and `key` are alive. No Python code runs in stages 1-2,
         // so the borrowed items stay alive (the list holds them) until every message dict is held
-        // (a new reference). Stage 3's lookups can run a key's `__eq__` (any code): from then on
-        // items and contents are only compared by address with `cached` objects, which are alive
-        // (so a freed object's address cannot equal one), never dereferenced.
-        let (other, same) = unsafe {
-            // 1. The items (borrowed), prefetched; a list shrunk by a lookup's code is no match.
-            for (j, it) in items[..want.len()].iter_mut().enumerate() {
-                *it = ffi::PyList_GetItem(list.as_ptr(), (b * BLOCK + j) as ffi::Py_ssize_t);
+        // (a new reference), and a `str` item is taken (with `Take::Reference`) before any code
+        // runs. Stage 3's lookups can run a key's `__eq__` (any code): from then on the items are
+        // not touched; a content is taken (incref) right after its own lookup, or with
+        // `Take::Address` only its address is kept, never dereferenced. Every dict is released.
+        let other = unsafe {
+            // 1. The items (borrowed), prefetched; a list shrunk by a lookup's code ends the walk.
+            for (j, it) in items[..len].iter_mut().enumerate() {
+                *it = ffi::PyList_GetItem(list.as_ptr(), (start + j) as ffi::Py_ssize_t);
                 if it.is_null() {
                     ffi::PyErr_Clear();
                     return Some(false);
@@ -199,45 +225,96 @@ pub(crate) fn same_contents_borrowed(
             }
             // 2. TRL's message dicts (new references), prefetched; a str item stands for itself.
             let mut other = false;
-            for (m, &it) in messages.iter_mut().zip(&items[..want.len()]) {
-                *m = null_mut();
+            for ((slot, d), &it) in slots.iter_mut().zip(&mut is_dict).zip(&items[..len]) {
+                *slot = it;
+                *d = false;
                 if ffi::PyList_CheckExact(it) != 0 && ffi::PyList_Size(it) > 0 {
-                    let d = ffi::PyList_GetItem(it, 0);
-                    if ffi::PyDict_CheckExact(d) != 0 {
-                        ffi::Py_INCREF(d);
-                        prefetch(d);
-                        *m = d;
+                    let m = ffi::PyList_GetItem(it, 0);
+                    if ffi::PyDict_CheckExact(m) != 0 {
+                        ffi::Py_INCREF(m);
+                        prefetch(m);
+                        (*slot, *d) = (m, true);
                         continue;
                     }
                 }
                 other |= ffi::PyUnicode_CheckExact(it) == 0;
             }
-            // 3. The contents' addresses, compared; every dict released.
-            let mut same = true;
-            for ((&m, &it), w) in messages.iter().zip(items.iter()).zip(want) {
-                if m.is_null() {
-                    same &= it == w.as_ptr();
+            if !other && by_ref {
+                for (&slot, &d) in slots.iter().zip(&is_dict[..len]) {
+                    if !d {
+                        ffi::Py_INCREF(slot); // a str item
+                    }
+                }
+            }
+            // 3. The contents (`Take::Reference`: new references, prefetched); dicts released.
+            for (slot, &d) in slots.iter_mut().zip(&is_dict[..len]) {
+                if !d {
                     continue;
                 }
-                if same && !other {
+                let m = *slot;
+                *slot = null_mut();
+                if !other {
                     let c = ffi::PyDict_GetItemWithError(m, key.as_ptr());
                     if c.is_null() {
-                        ffi::PyErr_Clear(); // missing key or a raising __eq__: no match
+                        ffi::PyErr_Clear(); // missing key or a raising __eq__
+                    } else if !by_ref {
+                        *slot = c;
+                    } else if ffi::PyUnicode_CheckExact(c) != 0 {
+                        ffi::Py_INCREF(c);
+                        prefetch(c);
+                        *slot = c;
                     }
-                    same &= c == w.as_ptr();
                 }
                 ffi::Py_DECREF(m);
             }
-            (other, same)
+            other
         };
         if other {
             return None;
         }
-        if !same {
+        // 4. Handed out in order; with `Take::Reference` each new reference is owned by a Bound.
+        let mut missing = false;
+        let mut all = true;
+        for (j, &c) in slots[..len].iter().enumerate() {
+            let content = if !by_ref {
+                Content::Address(c as usize)
+            } else if c.is_null() {
+                missing = true;
+                continue;
+            } else {
+                // SAFETY: `c` is a new reference to an exact `str` (stage 2 or 3), owned from here.
+                Content::Str(unsafe { Bound::from_owned_ptr(py, c).cast_into_unchecked() })
+            };
+            all = all && !missing && f(start + j, content);
+        }
+        if missing {
+            return None;
+        }
+        if !all {
             return Some(false);
         }
     }
     Some(true)
+}
+
+/// Whether the exact list `list` holds, in order, completions whose contents are exactly the
+/// `cached` objects, for TRL's shapes: a cached call's check ([`walk_borrowed`], by address). None
+/// at an item of another shape (the caller then takes the safe walk, [`contents_staged`]).
+pub(crate) fn same_contents_borrowed(
+    list: &Bound<'_, PyList>,
+    cached: &[Py<PyString>],
+    key: &Bound<'_, PyString>,
+) -> Option<bool> {
+    if list.len() != cached.len() {
+        return Some(false);
+    }
+    walk_borrowed(
+        list,
+        0..cached.len(),
+        key,
+        Take::Address,
+        |i, c| matches!(c, Content::Address(a) if a == cached[i].as_ptr() as usize),
+    )
 }
 
 /// Whether the exact list `list` holds exactly the `cached` objects, in order: a cached call's
@@ -289,6 +366,120 @@ pub(crate) fn answers<'py>(
 /// CPython's UnicodeEncodeError (the Python layer then falls back to the reference).
 pub(crate) fn as_strs<'a>(objs: &'a [Bound<'_, PyString>]) -> PyResult<Vec<&'a str>> {
     objs.iter().map(PyStringMethods::to_str).collect()
+}
+
+/// A content's text as the pool reads it: an ASCII `str`'s own data (CPython's UTF-8 of it, read
+/// in place) or the UTF-8 of another `str`, encoded by [`TextReader`].
+pub(crate) enum Text {
+    Ascii(PyBackedStr),
+    Encoded(String),
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        match self {
+            Text::Ascii(s) => s,
+            Text::Encoded(s) => s,
+        }
+    }
+}
+
+/// Reads the texts of `str` objects under the GIL for a first call.
+pub(crate) struct TextReader<'py> {
+    /// `str.isascii`, the method descriptor.
+    isascii: Bound<'py, PyAny>,
+    /// The UCS-4 copy of the current non-ASCII `str`.
+    wide: Vec<u32>,
+}
+
+impl<'py> TextReader<'py> {
+    pub(crate) fn new(py: Python<'py>) -> PyResult<Self> {
+        let isascii = py
+            .get_type::<PyString>()
+            .getattr(pyo3::intern!(py, "isascii"))?;
+        Ok(Self {
+            isascii,
+            wide: Vec::new(),
+        })
+    }
+
+    /// The text of `s`; None for a lone surrogate (the generic path then raises CPython's
+    /// UnicodeEncodeError) or an unexpected error.
+    ///
+    /// Unsafe for two C calls that safe PyO3 does not offer (stable ABI, no access to a `str`'s
+    /// kind or data). Safe PyO3 reads every `str` through `PyUnicode_AsUTF8AndSize`, which for a
+    /// non-ASCII `str` (~6 % of the rollouts, ~16 M of 258 M chars) runs CPython's per-character
+    /// UTF-8 encoder and copies the result into a cache in the object: a first call then took ~7 %
+    /// more CPU time than the old binding. Asking `str.isascii` through a plain C call (through
+    /// PyO3's `call1` the argument tuple cost ~2 ms per call of the 65,536 checks) and copying a
+    /// non-ASCII `str` as UCS-4 (`PyUnicode_AsUCS4`, a widening copy) to encode it here is that much
+    /// faster (bench/rewards.md, "2-core dev VM: binding before/after").
+    #[allow(unsafe_code, clippy::cast_possible_wrap)] // a str's length <= isize::MAX
+    pub(crate) fn read(&mut self, s: Bound<'py, PyString>) -> Option<Text> {
+        use pyo3::ffi;
+        // SAFETY: the GIL is held and both objects are alive; the result is a new reference (or
+        // NULL with an exception set), released here.
+        let ascii = unsafe {
+            let r = ffi::PyObject_CallFunctionObjArgs(
+                self.isascii.as_ptr(),
+                s.as_ptr(),
+                std::ptr::null_mut::<ffi::PyObject>(),
+            );
+            if r.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            let ascii = r == ffi::Py_True();
+            ffi::Py_DECREF(r);
+            ascii
+        };
+        if ascii {
+            return PyBackedStr::try_from(s).ok().map(Text::Ascii);
+        }
+        let len = s.len().ok()?;
+        self.wide.clear();
+        self.wide.reserve(len);
+        // SAFETY: `wide` has room for `len` code points, the length of `s`; CPython writes them all
+        // (no NUL: `copy_null` is 0) or fails with an exception set.
+        unsafe {
+            let p = ffi::PyUnicode_AsUCS4(
+                s.as_ptr(),
+                self.wide.as_mut_ptr(),
+                len as ffi::Py_ssize_t,
+                0,
+            );
+            if p.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            self.wide.set_len(len);
+        }
+        wide_to_utf8(&self.wide).map(Text::Encoded)
+    }
+}
+
+/// The UTF-8 of UCS-4 code points; None for a lone surrogate (UTF-8 cannot encode it).
+fn wide_to_utf8(w: &[u32]) -> Option<String> {
+    let mut out: Vec<u8> = Vec::with_capacity(w.len() + w.len() / 4 + 8);
+    let mut i = 0;
+    while i < w.len() {
+        // A run of ASCII (most of a math rollout): found 16 code points at a time, then narrowed
+        // in one vectorized pass.
+        let start = i;
+        while i + 16 <= w.len() && w[i..i + 16].iter().fold(0, |a, &c| a | c) < 0x80 {
+            i += 16;
+        }
+        while i < w.len() && w[i] < 0x80 {
+            i += 1;
+        }
+        out.extend(w[start..i].iter().map(|&c| c as u8));
+        if let Some(&c) = w.get(i) {
+            let mut b = [0u8; 4];
+            out.extend_from_slice(char::from_u32(c)?.encode_utf8(&mut b).as_bytes());
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// A `list[float]` of `values`, sharing one float object per distinct value (a column holds a

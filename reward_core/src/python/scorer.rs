@@ -5,9 +5,10 @@
 //! objects (holding strong references, so an id cannot be reused); the next calls compare objects
 //! by address.
 //!
-//! A first call on an exact list reads the texts chunk by chunk under the GIL while the pool
-//! scores the chunks already read with the GIL released (`Scorer::batch000_overlapped`). Any other
-//! shape, a bad item or a lone surrogate takes the generic path, which scores it or raises.
+//! A first call on an exact list of TRL's shapes reads the texts chunk by chunk under the GIL
+//! (`walk_borrowed`, `TextReader`) while the pool scores the chunks already read with the GIL
+//! released (`Scorer::batch000_overlapped`). Any other shape, a bad item or a lone surrogate takes
+//! the generic path, which scores it or raises.
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,7 +23,8 @@ use pyo3::types::{PyDict, PyList, PyString};
 
 use super::convert::{
     answers, as_strs, content_at, content_str, contents, contents_staged, float_list,
-    same_contents_borrowed, same_items_borrowed, scores_from,
+    same_contents_borrowed, same_items_borrowed, scores_from, walk_borrowed, Content, Take, Text,
+    TextReader,
 };
 use super::{detach_guarded, panic_err};
 use crate::{Batch000, Scorer, Tags, SEED000_NAMES};
@@ -170,23 +172,16 @@ impl PyScorer {
         };
         let key = intern!(py, "content");
         let mut objs = Vec::with_capacity(n);
-        // Each text holds its `str` (PyBackedStr); `objs` keeps them for the cache.
-        let read = |range: Range<usize>| -> Result<Vec<PyBackedStr>, ()> {
+        let mut reader = TextReader::new(py)?;
+        // `objs` keeps the content objects for the cache (an ASCII text also holds its own).
+        let read = |range: Range<usize>| -> Result<Vec<Text>, ()> {
             let mut texts = Vec::with_capacity(range.len());
-            let typed = |m: &Bound<'py, PyDict>| content_str(m, key);
-            let all = contents_staged(
-                list,
-                range,
-                key,
-                typed,
-                |s| s,
-                |_, c| {
-                    let Some(c) = c else { return false };
-                    objs.push(c.clone().unbind());
-                    PyBackedStr::try_from(c).map(|t| texts.push(t)).is_ok()
-                },
-            );
-            all.then_some(texts).ok_or(())
+            let all = walk_borrowed(list, range, key, Take::Reference, |_, c| {
+                let Content::Str(c) = c else { return false };
+                objs.push(c.clone().unbind());
+                reader.read(c).map(|t| texts.push(t)).is_some()
+            });
+            (all == Some(true)).then_some(texts).ok_or(())
         };
         let ans = answers.as_ref().map(|(_, t)| t.as_slice());
         let inner = &*self.inner;
