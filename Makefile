@@ -25,8 +25,13 @@ test: test-rust test-py
 test-rust:
 	cargo test --workspace --release
 
+# Release builds leave out the `_debug_panic` hook: a second build with the cargo feature
+# `debug-hooks` (own target dir) lets tests/test_rewards_api.py check that a Rust panic is a Python exception.
+DEBUG_CORE_DIR := target/debug-hooks
+
 test-py:
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	cargo build --release -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
+	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/release/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 test-fast:
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"

@@ -1,4 +1,4 @@
-"""Type stub of the Rust extension ``py_rewards._core`` (reward_core/src/python.rs)."""
+"""Type stub of the Rust extension ``py_rewards._core`` (reward_core/src/python/)."""
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, final
@@ -12,7 +12,6 @@ __all__ = [
     "SEED000_NAMES",
     "Scorer",
     "_after_fork_in_child",
-    "_debug_panic",
     "extract_math_answer",
     "math_equal",
     "math_equal_batch",
@@ -66,4 +65,3 @@ def math_equal_batch(preds: Iterable[object], golds: Iterable[object]) -> list[b
 def normalize_math(s: str) -> str: ...
 def extract_math_answer(text: str, solution_start: str, solution_end: str) -> str | None: ...
 def _after_fork_in_child() -> None: ...
-def _debug_panic() -> None: ...

@@ -308,11 +308,44 @@ def test_empty_tag_is_rejected() -> None:
         _core.Scorer("a", "b", "c", "")
 
 
+DEBUG_CORE_ENV = "PY_REWARDS_DEBUG_CORE"
+
+_PANIC_CHECK = """
+import importlib.util, os, sys
+path = os.environ.get("PY_REWARDS_DEBUG_CORE")
+if path:  # this build of the extension, in place of the installed one
+    spec = importlib.util.spec_from_file_location("py_rewards._core", path)
+    core = importlib.util.module_from_spec(spec)
+    sys.modules["py_rewards._core"] = core
+    spec.loader.exec_module(core)
+from py_rewards import RewardCorePanic, _core, match_format_exactly
+try:
+    _core._debug_panic()
+except RewardCorePanic as exc:
+    assert "debug panic at item 12345" in str(exc), exc
+else:
+    sys.exit("no exception")
+assert issubclass(RewardCorePanic, RuntimeError)
+text = "<start_working_out>2+2<end_working_out><SOLUTION>1</SOLUTION>"
+assert match_format_exactly(completions=[text]) == [3.0]  # still usable afterwards
+"""
+
+
 def test_rust_panic_is_a_python_exception() -> None:
-    with pytest.raises(RuntimeError, match="debug panic"):
-        _core._debug_panic()
+    """A panic in a pool thread, with the GIL released, is a RewardCorePanic (a RuntimeError).
+
+    The hook ``_debug_panic`` exists only with the cargo feature ``debug-hooks``, which release
+    builds leave out: ``make test`` builds such a core and names it in PY_REWARDS_DEBUG_CORE.
+    """
     assert issubclass(RewardCorePanic, RuntimeError)
-    assert match_format_exactly(completions=[OK(1)]) == [3.0]  # still usable afterwards
+    if not os.environ.get(DEBUG_CORE_ENV) and not hasattr(_core, "_debug_panic"):
+        pytest.skip(
+            f"needs a core built with the cargo feature debug-hooks: run `make test`, or set "
+            f"{DEBUG_CORE_ENV} to the libreward_core.so of `cargo build --release -p reward_core "
+            f"--features python,debug-hooks`"
+        )
+    proc = subprocess.run([sys.executable, "-c", _PANIC_CHECK], timeout=60, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_lone_surrogates_fall_back_to_the_reference() -> None:
@@ -400,7 +433,8 @@ def test_cache_never_serves_a_changed_message_list() -> None:
 
 
 def test_non_ascii_texts_in_a_parallel_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """UCS-2 / UCS-4 strings (converted off the GIL) score as the reference, serial or parallel."""
+    """Latin-1 / UCS-2 / UCS-4 strings (a first call copies them as UCS-4 and encodes them itself)
+    score as the reference, serial or parallel."""
     rng = __import__("random").Random(5)
     bits = ["x", "\u00d7", "\u03c0", "\u2248", "\U0001f600", "\u0663", " ", "\u3000", "<SOLUTION>", "7"]
     completions = []
@@ -418,6 +452,41 @@ def test_non_ascii_texts_in_a_parallel_batch(monkeypatch: pytest.MonkeyPatch) ->
     completions[123] = [{"content": OK(4) + "\ud800"}]
     get_scorer().clear_cache()
     assert _all_four("rust", completions, answer) == _all_four("python", completions, answer)
+
+
+class _EvilKey(str):
+    """A dict key equal to "content" whose comparison runs code: here it empties the batch (and
+    drops its strings) in the middle of the walk over the message dicts."""
+
+    victim: list = []
+
+    def __hash__(self) -> int:
+        return hash("content")
+
+    def __eq__(self, other: object) -> bool:
+        _EvilKey.victim.clear()
+        return str.__eq__(self, other)
+
+    __ne__ = str.__ne__
+
+
+def test_a_key_comparison_that_empties_the_batch_mid_walk() -> None:
+    """The walks over the message lists read items borrowed: Python code run by a dict lookup (a
+    key's __eq__) that frees the batch must neither crash nor score freed strings."""
+    for call in range(2):  # a first call, then a check of the cached batch
+        n = 100
+        completions: list = [[{"role": "assistant", "content": OK(i)}] for i in range(n)]
+        answer = [str(i) for i in range(n)]
+        get_scorer().clear_cache()
+        if call:
+            _all_four("rust", completions, answer)
+        completions[40] = [{_EvilKey("content"): OK(40)}]
+        _EvilKey.victim = completions
+        try:
+            got = _all_four("rust", completions, answer)
+        except (TypeError, ValueError):
+            continue  # the batch changed under the call: an error is fine, a crash is not
+        assert all(len(col) in (0, n) for col in got)
 
 
 def test_score_seed000_batch_api() -> None:

@@ -2,7 +2,7 @@
 //! with Python-exact semantics.
 //!
 //! Pure Rust: no Python types here (`cargo test` needs no interpreter). The PyO3 module
-//! `py_rewards._core` lives in `python.rs` behind the `python` feature.
+//! `py_rewards._core` lives in `python/` behind the `python` feature.
 //!
 //! ```
 //! use reward_core::{Scorer, Tags, Scores};
@@ -38,6 +38,8 @@ pub enum Error {
         expected: usize,
         got: usize,
     },
+    /// A score name that [`Scores`] does not have.
+    UnknownScore(String),
 }
 
 impl fmt::Display for Error {
@@ -51,6 +53,7 @@ impl fmt::Display for Error {
             } => {
                 write!(f, "{what} has {got} items but completions has {expected}")
             }
+            Error::UnknownScore(name) => write!(f, "unknown reward score {name:?}"),
         }
     }
 }
@@ -142,6 +145,34 @@ impl Default for Scores {
             math_wrong: -2.5,
             math_missing: -2.0,
         }
+    }
+}
+
+impl Scores {
+    /// Set the tier called `name` (the field's name, as in `py_rewards.spec.RewardScores`).
+    pub fn set(&mut self, name: &str, value: f64) -> Result<(), Error> {
+        let slot = match name {
+            "exact" => &mut self.exact,
+            "approx_hit" => &mut self.approx_hit,
+            "approx_miss" => &mut self.approx_miss,
+            "answer_exact" => &mut self.answer_exact,
+            "answer_strip" => &mut self.answer_strip,
+            "answer_ratio_10" => &mut self.answer_ratio_10,
+            "answer_ratio_20" => &mut self.answer_ratio_20,
+            "answer_wrong" => &mut self.answer_wrong,
+            "answer_unparsable" => &mut self.answer_unparsable,
+            "answer_missing" => &mut self.answer_missing,
+            "numeric_hit" => &mut self.numeric_hit,
+            "numeric_miss" => &mut self.numeric_miss,
+            "numeric_unparsable" => &mut self.numeric_unparsable,
+            "numeric_missing" => &mut self.numeric_missing,
+            "math_correct" => &mut self.math_correct,
+            "math_wrong" => &mut self.math_wrong,
+            "math_missing" => &mut self.math_missing,
+            other => return Err(Error::UnknownScore(other.to_owned())),
+        };
+        *slot = value;
+        Ok(())
     }
 }
 
@@ -357,6 +388,43 @@ impl Scorer {
         Ok(Batch000::from_rows(&rows, answers.is_some()))
     }
 
+    /// [`Self::batch000`] on a batch of `n` texts that the caller reads in chunks, for texts that
+    /// can only be read under a lock the calling thread holds (a binding's interpreter lock):
+    /// `read(range)` runs on the calling thread, in order, while the pool scores the chunks already
+    /// read; then `release(wait)` must call `wait` (with the lock released), which returns once
+    /// every chunk is scored (see [`parallel::overlapped`]). The first `read` error stops the
+    /// reading and is returned. `answers`, when given, has `n` items.
+    pub fn batch000_overlapped<S, A, E>(
+        &self,
+        n: usize,
+        answers: Option<&[A]>,
+        mut read: impl FnMut(std::ops::Range<usize>) -> Result<Vec<S>, E>,
+        release: impl Fn(&(dyn Fn() + Sync)),
+    ) -> Result<Batch000, E>
+    where
+        S: AsRef<str> + Send + Sync,
+        A: AsRef<str> + Sync,
+    {
+        assert!(
+            answers.map_or(true, |a| a.len() == n),
+            "one answer per text"
+        );
+        // Items per chunk: ~0.5 MB of typical rollouts; small batches in a few chunks.
+        let ch = (n / 512).clamp(8, 128);
+        let rows = parallel::overlapped(
+            n.div_ceil(ch),
+            |k| read(k * ch..((k + 1) * ch).min(n)).map(|texts| (k * ch, texts)),
+            |(start, texts): &(usize, Vec<S>)| {
+                let answer = |j: usize| answers.map(|a| a[start + j].as_ref());
+                (texts.iter().enumerate())
+                    .map(|(j, t)| self.score000(t.as_ref(), answer(j)))
+                    .collect::<Vec<_>>()
+            },
+            release,
+        )?;
+        Ok(Batch000::from_row_chunks(&rows, answers.is_some()))
+    }
+
     /// One seed-001 column over a batch.
     pub fn batch001(&self, texts: &[&str], f: fn(&Self, &str) -> f64) -> Vec<f64> {
         let total: usize = texts.iter().map(|t| t.len()).sum();
@@ -475,6 +543,42 @@ mod tests {
             s.batch_math(&["x"], &[]).unwrap_err().to_string(),
             "answer has 0 items but completions has 1"
         );
+    }
+
+    #[test]
+    fn overlapped_batch_equals_batch000() {
+        let s = s000();
+        let texts: Vec<String> = (0..3000)
+            .map(|i| format!("x{i}<end_working_out><SOLUTION>{}</SOLUTION>", i % 7))
+            .collect();
+        let answers: Vec<String> = (0..3000).map(|i| (i % 5).to_string()).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let golds: Vec<&str> = answers.iter().map(String::as_str).collect();
+        for with_answers in [false, true] {
+            let ans = with_answers.then_some(golds.as_slice());
+            let want = s.batch000(&refs, ans).unwrap();
+            let read = |r: std::ops::Range<usize>| Ok::<_, ()>(refs[r].to_vec());
+            let got = s.batch000_overlapped(refs.len(), ans, read, |wait| wait());
+            assert_eq!(got, Ok(want));
+        }
+        let fail = |r: std::ops::Range<usize>| {
+            if r.contains(&2000) {
+                Err(r.start)
+            } else {
+                Ok(vec![""; r.len()])
+            }
+        };
+        let got = s.batch000_overlapped(3000, None::<&[&str]>, fail, |wait| wait());
+        assert_eq!(got, Err(2000)); // chunks of 8: the one starting at 2000
+    }
+
+    #[test]
+    fn scores_by_name() {
+        let mut sc = Scores::default();
+        sc.set("math_missing", -7.0).unwrap();
+        assert_eq!(sc.math_missing, -7.0);
+        let err = sc.set("nope", 1.0).unwrap_err();
+        assert_eq!(err.to_string(), "unknown reward score \"nope\"");
     }
 
     #[test]

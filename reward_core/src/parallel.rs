@@ -101,6 +101,15 @@ where
     (0..n).map(f).collect()
 }
 
+/// A panic inside the pool (at item 12,345 of a parallel batch): the binding's `_debug_panic`
+/// test hook (cargo feature `debug-hooks`), which must surface as a Python exception.
+#[cfg(any(test, feature = "debug-hooks"))]
+pub fn debug_panic() {
+    map_indices(1 << 16, PARALLEL_MIN_BYTES, |i| {
+        assert!(i != 12_345, "debug panic at item {i}");
+    });
+}
+
 /// Chunks produced but not yet taken, consumers running, chunks done (see [`overlapped`]).
 struct Queue {
     pending: VecDeque<usize>,
@@ -282,6 +291,16 @@ mod tests {
     fn overlapped_stops_at_the_first_produce_error() {
         assert_eq!(run(300, Some(123)), Err(123));
         assert_eq!(run(1, Some(0)), Err(0));
+    }
+
+    #[test]
+    fn a_pool_panic_reaches_the_caller() {
+        // What `_debug_panic` checks from Python: the panic of a pool thread is resumed on the
+        // calling thread (where the binding turns it into RewardCorePanic), and the pool still works.
+        let err = catch_unwind(debug_panic).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert_eq!(msg, "debug panic at item 12345");
+        assert_eq!(map_indices(3, PARALLEL_MIN_BYTES, |i| i * 2), [0, 2, 4]);
     }
 
     #[test]
