@@ -35,7 +35,7 @@ KNOWN: dict[str, int] = {
     "cli/training/stages.py:run_sft": 81,
     # files -> lines now
     "cli/data_prep.py": 622,  # readers + seven row schemas + filters: to split readers from schemas
-    "cli/training/stages.py": 453,
+    "cli/training/stages.py": 454,
     "cli/gguf.py": 536,  # converter child, quantizer child, reader, Modelfile
     "cli/commands/doctor.py": 456,
     "cli/distributed.py": 446,  # plan, checks, accelerate config, launcher

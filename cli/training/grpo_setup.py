@@ -51,12 +51,14 @@ def uses_dora(cfg: Config, adapter: Path | None) -> bool:
 def prepare(rd: RunDir, cfg: Config, plan: Plan, *, resume: bool, allow_dora_merge: bool) -> GrpoSetup:
     from cli.training import backends
     from cli.training.checkpoints import plan_attempt
+    from cli.training.reporters import check_reporter
     from cli.training.rewards import resolve_rewards
 
     g, child = cfg.grpo, ranks.launched()
     distributed.check_batch(
         g.per_device_batch, g.gens, ranks.world_size() if child else plan.world, g.grad_accum
     )
+    check_reporter(g.report_to)
     reward_list = resolve_rewards(g.rewards, cfg.format_spec())
     adapter = sft_adapter(rd)
     dora = uses_dora(cfg, adapter)

@@ -21,6 +21,7 @@ from cli.training.checkpoints import atomic_checkpoints, next_attempt_from_metri
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory, VllmPlan, model_shape, plan_vllm
 from cli.training.live import Interrupt, make_callback, quiet_trainer
+from cli.training.reporters import reporter_env
 from cli.training.rewards import RewardTracker, wrap_rewards
 from cli.training.stopping import stop_fields, train_until_stopped
 
@@ -222,8 +223,7 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         vllm_args = _vllm_args(cfg, tokenizer, backend, plan)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    if g.report_to == "tensorboard":
-        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
+    reporting = reporter_env(g.report_to, run)
     args = GRPOConfig(
         **_common_args(cfg, g, model, checkpoints, g.max_steps, backend),
         per_device_train_batch_size=batch,
@@ -259,8 +259,9 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
         soft_wrap=True,
     )
-    if plan is not None:
-        console.print(f"grpo: {plan.describe()}", soft_wrap=True)
+    for note in (plan.describe() if plan else None, reporting):
+        if note:
+            console.print(f"grpo: {note}", soft_wrap=True)
     if setup.uses_dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
     trainer = GRPOTrainer(
