@@ -1,7 +1,7 @@
 # One entry point for developer tasks; CI (.ci/run) calls `make install test`.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,gguf,cosine,dev
+EXTRAS ?= train,gguf,cosine,dev,tensorboard,swanlab
 
 .PHONY: help install build test test-rust test-py test-fast lint fmt bench bench-math demo clean
 

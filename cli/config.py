@@ -218,6 +218,12 @@ class GRPOConfig:
         want="0 (no checkpoints) or more",
     )
     logging_steps: int = setting(1, help="Log every N steps.", ge=1)
+    # A custom reward that never returns would hang the run with Ctrl-C ignored (issue 11, row 8); the
+    # built-in rewards are linear-time Rust and are not timed.
+    reward_timeout: float = setting(
+        60.0, help="Seconds a custom (dotted-path) reward may take per call; 0: no limit.", ge=0,
+        want="0 (no limit) or more seconds",
+    )  # fmt: skip
     rewards: list[RewardSpec] = setting(
         default_factory=_seed000_rewards,
         help="Comma list of name[=weight]: py_rewards names or dotted paths (default: the four seed-000 "

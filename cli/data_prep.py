@@ -21,7 +21,6 @@ seed line it reproduces:
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from cli import data_files
 from cli.common import GrpoError
 from cli.run_data import strip_think
 
@@ -113,6 +113,7 @@ def read_file(path: Path, limit: int | None = None) -> Loaded:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise GrpoError(f"unsupported data file {path.name}: use {', '.join(SUPPORTED_SUFFIXES)}")
+    data_files.check_regular(path)  # /dev/zero, a pipe: endless, never read
     try:
         if suffix == ".jsonl":
             loaded = _read_jsonl(path, limit)
@@ -133,42 +134,12 @@ def read_file(path: Path, limit: int | None = None) -> Loaded:
 
 
 def _read_jsonl(path: Path, limit: int | None) -> Loaded:
-    records: list[Any] = []
-    bad: Counter = Counter()
-    first_error = None
-    n = 0
-    with open(path, encoding="utf-8-sig") as fh:  # -sig: a leading byte-order mark is not a bad row
-        for line in fh:
-            if not line.strip():
-                continue
-            if limit is not None and n >= limit:
-                break
-            n += 1
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                bad["invalid JSON line"] += 1
-                first_error = first_error or f"line {n}: {exc.msg}"
-    if n and not records:
-        raise GrpoError(f"cannot read {path}: no line is valid JSON ({first_error}); is it JSON Lines?")
+    records, bad, n = data_files.read_jsonl(path, limit)
     return Loaded(records, str(path), bad=bad, rows_read=n)
 
 
 def _read_json(path: Path, limit: int | None) -> Loaded:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise GrpoError(f"cannot read {path}: invalid JSON (line {exc.lineno}: {exc.msg})") from None
-    if isinstance(data, Mapping):
-        # {"train": [...]} or {"data": [...]}: one list of rows inside.
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if len(lists) != 1:
-            raise GrpoError(f"cannot read {path}: expected a JSON array of rows")
-        data = lists[0]
-    if not isinstance(data, list):
-        raise GrpoError(f"cannot read {path}: expected a JSON array of rows")
-    if limit is not None:
-        data = data[:limit]
+    data = data_files.read_json(path, limit)
     return Loaded(data, str(path), rows_read=len(data))
 
 
@@ -202,6 +173,7 @@ def _read_parquet(path: Path, limit: int | None) -> Loaded:
 def _read_csv(path: Path, limit: int | None) -> Loaded:
     import pandas as pd
 
+    data_files.check_csv_lines(path)
     try:
         df = pd.read_csv(path, nrows=limit, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:

@@ -26,6 +26,13 @@ def sft_length_cap(max_seq_length: int, max_example_tokens: int = 0) -> int:
     return min(cap, max_example_tokens) if max_example_tokens else cap
 
 
+def completion_room(max_seq_length: int, max_completion_length: int | None) -> int:
+    """Tokens a prompt must leave for its completion: grpo.max_completion_length, else a quarter of the
+    context. `grpo prep` drops prompts longer than the rest (issue 11 row 9: one 5 MB question was kept
+    as a 2.5 M-token prompt at max_seq_length 2048)."""
+    return int(max_completion_length or max(max_seq_length // 4, 1))
+
+
 def read_table(run: RunDir, name: str, required: tuple[str, ...] = ()) -> Any:
     import pandas as pd
 

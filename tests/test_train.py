@@ -217,8 +217,11 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(prepped: Path, tmp_path: Pa
     assert len(msg) == 1 and "grpo grpo --resume" in msg[0]
     ckpts = list((run / "grpo" / "checkpoints" / "attempt-1").glob("checkpoint-*"))
     assert ckpts and (ckpts[0] / "adapter_model.safetensors").is_file()
-    assert not (run / "grpo" / "adapter").exists()  # an interrupted run is not a finished stage
-    assert "grpo" not in manifest(run)["stages"]
+    # The stage leaves its adapter from the checkpoint's weights, and the manifest says where it stopped
+    # (issue 11: `grpo eval` / `grpo export` found no GRPO adapter after a Ctrl-C).
+    assert (run / "grpo" / "adapter" / "adapter_model.safetensors").is_file()
+    step = manifest(run)["stages"]["grpo"]["interrupted_at_step"]
+    assert (run / "grpo" / "checkpoints" / "attempt-1" / f"checkpoint-{step}").is_dir()
 
 
 # ---- bad input: one line, exit != 0, before anything heavy ------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -124,8 +124,7 @@ def export(
         opts = {"lora": lora, "merged": merged, "gguf": list(types), "source": source, "out": out,
                 "verify": verify, "verify_tokens": verify_tokens}  # fmt: skip
         dry_run_exit(rd, config, "export", opts)
-    rd.require_exists()
-    rd.hold("grpo export")
+    _check_run_writable(rd)  # held (one writer) and writable: export records itself in the manifest
     cfg = run_config(rd, config)
     stage, adapter = rd.pick_adapter(source)
     _check_trained(adapter, allow_zero)
@@ -136,7 +135,16 @@ def export(
               base_path=str(resolve_model(cfg, rd)), staging=out,
               name=name or f"{rd.path.resolve().name}-{stage}",
               lora=lora, merged=merged, types=types, verify=verify, verify_tokens=verify_tokens)  # fmt: skip
-    _export(job, out)
+    _export(job, out, allow_zero)
+
+
+def _check_run_writable(rd: RunDir) -> None:
+    from cli.export.staging import check_writable
+
+    rd.require_exists()
+    rd.hold("grpo export")
+    check_writable(rd.path, "export records what it wrote in the run's manifest.json — make the run "
+                   "directory writable, or copy it (cp -r) and export from the copy")  # fmt: skip
 
 
 def _check_trained(adapter: Path, allow_zero: bool) -> None:
@@ -151,8 +159,11 @@ def _check_trained(adapter: Path, allow_zero: bool) -> None:
         )
 
 
-def _export(job: Job, out: Path) -> None:
-    """Build in a staging folder inside ``out``, move into place, write verify.json, print the table."""
+def _export(job: Job, out: Path, allow_zero: bool) -> None:
+    """Build in a staging folder inside ``out``, move into place, write verify.json, print the table.
+
+    An artifact with all-zero tensors fails the export before anything is moved into place, unless
+    --allow-zero, which keeps it with a warning (it used to write the artifacts, then exit 1)."""
     from cli.export.builders import build_all
     from cli.export.report import print_table, write_report
     from cli.export.staging import move_into_place, staging_dir
@@ -162,6 +173,7 @@ def _export(job: Job, out: Path) -> None:
     t0 = time.time()
     try:
         artifacts = build_all(job)
+        _zero_tensors(job, artifacts, allow_zero)
         move_into_place(job.staging, out, artifacts)
     except BaseException:
         shutil.rmtree(job.staging, ignore_errors=True)
@@ -190,8 +202,18 @@ def _export(job: Job, out: Path) -> None:
     for w in report["warnings"]:
         err_console.print(f"[yellow]warning:[/] {w}")
     console.print(f"verification: {report_path}")
-    failed = [a["name"] for a in artifacts if a.get("zero_tensors")]
-    if failed:
+
+
+def _zero_tensors(job: Job, artifacts: list[dict[str, Any]], allow_zero: bool) -> None:
+    """Seed 003's check on what was built: a failure (nothing moved into place), or with --allow-zero a
+    warning in verify.json."""
+    zeros = {a["name"]: len(a["zero_tensors"]) for a in artifacts if a.get("zero_tensors")}
+    if not zeros:
+        return
+    listed = ", ".join(f"{name} ({n})" for name, n in zeros.items())
+    if not allow_zero:
         raise GrpoError(
-            f"verification failed: all-zero tensors in {', '.join(failed)} (see {report_path})", code=1
+            f"verification failed: all-zero tensors in {listed}; nothing written (--allow-zero keeps them)",
+            code=1,
         )
+    job.warnings.append(f"all-zero tensors kept (--allow-zero): {listed}")

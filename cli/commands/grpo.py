@@ -132,27 +132,39 @@ def grpo(
         if note:
             err_console.print(f"[yellow]note:[/] {note}")
     setup = grpo_setup.prepare(rd, cfg, plan, resume=resume, allow_dora_merge=allow_dora_merge)
-    rd.save_config(cfg)
-    if not child:
-        grpo_setup.announce_attempt(rd, setup)
-    if plan.wanted and not child:
-        from cli.training.checkpoints import ATTEMPT_ENV
+    with grpo_setup.undone_unless_saved(rd, setup, enabled=not child):
+        rd.save_config(cfg)
+        if not child:
+            grpo_setup.announce_attempt(rd, setup)
+        if plan.wanted and not child:
+            _relaunch(rd, cfg, plan, setup.attempt)
+        else:
+            _train(rd, cfg, setup, {"distributed": plan.describe()} if child else {})
 
-        os.environ[ATTEMPT_ENV] = str(setup.attempt)  # the ranks of --gpus N write to the same attempt
-        try:
-            _relaunch(rd, cfg, plan)
-        finally:
-            os.environ.pop(ATTEMPT_ENV, None)
-        return
+
+def _train(rd: RunDir, cfg: Config, setup: Any, scale: dict[str, Any]) -> None:
+    """The GRPO stage in this process, recorded in the manifest (also when Ctrl-C stopped it)."""
     from cli.training.stages import run_grpo
+    from cli.training.stopping import interrupted_note
 
-    scale = {"distributed": plan.describe()} if child else {}
     with rd.stage("grpo", cfg, backend=setup.backend, **scale) as info:
         info.update(run_grpo(cfg, rd, setup))
+    if info.get("interrupted_at_step") is not None:
+        interrupted_note(info, f"continue with `grpo grpo --resume --run {rd.path}`")
 
 
-def _relaunch(rd: RunDir, cfg: Config, plan: Plan) -> None:
+def _relaunch(rd: RunDir, cfg: Config, plan: Plan, attempt: int) -> None:
     """Start this same command under `accelerate launch` with a generated config; exit with its code."""
+    from cli.training.checkpoints import ATTEMPT_ENV
+
+    os.environ[ATTEMPT_ENV] = str(attempt)  # the ranks of --gpus N write to the same attempt
+    try:
+        _launch(rd, cfg, plan)
+    finally:
+        os.environ.pop(ATTEMPT_ENV, None)
+
+
+def _launch(rd: RunDir, cfg: Config, plan: Plan) -> None:
     dtype = str(cfg.dtype)
     precision = "fp16" if dtype in ("float16", "fp16") else "no" if dtype in ("float32", "fp32") else "bf16"
     # Several nodes may share the run directory (NFS): each node launches from its own file.

@@ -243,8 +243,10 @@ def _build(ds: Any, pc: PrepConfig, cfg: Config, tokenizer: Any, spec: FormatSpe
     if not questions:
         raise GrpoError(_empty_message(loaded.source, counts, keep_non_numeric))
     lengths = dp.prompt_lengths(tokenizer, spec, questions)
-    max_len, keep = dp.quantile_cut(lengths, pc.prompt_quantile)
-    counts["cut_by_length"] = int((~keep).sum())
+    fits = _fits(lengths, cfg, loaded.source, counts)
+    max_len, keep = dp.quantile_cut([n for n, f in zip(lengths, fits, strict=True) if f], pc.prompt_quantile)
+    keep = fits & (np.asarray(lengths) <= max_len)
+    counts["cut_by_length"] = int((fits & ~keep).sum())
     sft_cap = None
     if ds.purpose == "sft":
         # Seed 000 Stage 1: whole conversations up to max_seq_length // 2 tokens.
@@ -263,6 +265,25 @@ def _build(ds: Any, pc: PrepConfig, cfg: Config, tokenizer: Any, spec: FormatSpe
         "prompt_tokens": np.asarray([lengths[i] for i in kept], dtype=np.int64),
     })
     return Built(loaded, schema, frame, counts, bad, max_len, lengths, sft_cap)
+
+
+def _fits(lengths: list[int], cfg: Config, source: str, counts: dict[str, int]) -> Any:
+    """Which prompts leave room for a completion in max_seq_length; the rest are dropped with a note."""
+    import numpy as np
+
+    from cli.run_data import completion_room
+
+    budget = completion_room(cfg.max_seq_length, cfg.grpo.max_completion_length)
+    room = cfg.max_seq_length - budget
+    fits = np.asarray(lengths) <= room
+    counts["cut_no_room_for_completion"] = dropped = int((~fits).sum())
+    why = (f"longer than {room} tokens: max_seq_length {cfg.max_seq_length} less {budget} for the completion "
+           "(grpo.max_completion_length, else a quarter of max_seq_length)")
+    if not fits.any():
+        raise GrpoError(f"every prompt of {source} is {why}; nothing written: raise max_seq_length")
+    if dropped:
+        err_console.print(f"[yellow]note:[/] {dropped} prompt(s) dropped, {why}", soft_wrap=True)
+    return fits
 
 
 def _write(rundir: RunDir, pc: PrepConfig, ds: Any, tokenizer: Any, cfg: Config, spec: FormatSpec,
@@ -361,6 +382,9 @@ def _summary(stats: dict[str, Any], rundir: RunDir, stats_path: Path, model: str
               f"p50 {pct['p50']:.0f} · p90 {pct['p90']:.0f} · p99 {pct['p99']:.0f} · max {pct['max']}")
     t.add_row("max_prompt_length", f"{stats['max_prompt_length']} (q={stats['prompt_quantile']}); "
               f"{stats['cut_by_length']} longer prompts cut")
+    if stats.get("cut_no_room_for_completion"):
+        t.add_row("no room to answer", f"{stats['cut_no_room_for_completion']} prompts dropped (longer than "
+                  "max_seq_length less the completion budget)")
     if stats.get("no_worked_solution"):
         t.add_row("no worked solution", f"{stats['no_worked_solution']} dropped")
     if stats.get("sft_max_tokens"):

@@ -58,3 +58,7 @@ def sft(
     # Saved once SFT has trained: flags of a failed attempt (a --max-seq-length that did not help) are not
     # remembered by the run (issue #15).
     rd.save_config(cfg)  # remembers the model (and flags) for the next stages
+    if info.get("interrupted_at_step") is not None:
+        from cli.training.stopping import interrupted_note
+
+        interrupted_note(info, "re-run `grpo sft` to train again")

@@ -40,6 +40,19 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def check_writable(folder: Path, why: str) -> None:
+    """Refuse, before anything is built, a folder this command must write into but cannot (a read-only
+    run directory or mount: issue 11 row 12). A real probe file, as permissions alone do not tell (root,
+    read-only mounts, immutable folders)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".grpo-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise GrpoError(f"{folder} is not writable ({reason}): {why}") from None
+
+
 def staging_dir(out: Path) -> Path:
     """Create ``out`` and a staging folder inside it; any failure is one line before any work.
 

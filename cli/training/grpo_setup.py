@@ -8,6 +8,9 @@ with the :class:`GrpoSetup` decided here, so nothing is decided twice.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,12 +51,14 @@ def uses_dora(cfg: Config, adapter: Path | None) -> bool:
 def prepare(rd: RunDir, cfg: Config, plan: Plan, *, resume: bool, allow_dora_merge: bool) -> GrpoSetup:
     from cli.training import backends
     from cli.training.checkpoints import plan_attempt
+    from cli.training.reporters import check_reporter
     from cli.training.rewards import resolve_rewards
 
     g, child = cfg.grpo, ranks.launched()
     distributed.check_batch(
         g.per_device_batch, g.gens, ranks.world_size() if child else plan.world, g.grad_accum
     )
+    check_reporter(g.report_to)
     reward_list = resolve_rewards(g.rewards, cfg.format_spec())
     adapter = sft_adapter(rd)
     dora = uses_dora(cfg, adapter)
@@ -129,3 +134,31 @@ def announce_attempt(rd: RunDir, setup: GrpoSetup) -> None:
             "stay where they are — `grpo grpo --resume` continues the most recent attempt",
             soft_wrap=True,
         )
+
+
+@contextlib.contextmanager
+def undone_unless_saved(rd: RunDir, setup: GrpoSetup, *, enabled: bool = True) -> Iterator[None]:
+    """A `grpo grpo` that fails (or is stopped) before its attempt saved a checkpoint leaves the run as it
+    was: its config.yaml as before (the failed flags are not remembered) and no empty attempt folder, so
+    the next run is the same attempt again (issue 11: "the run directory exactly as it was")."""
+    from cli.training.checkpoints import latest_checkpoint
+
+    config = rd.config_path.read_bytes() if enabled and rd.config_path.is_file() else None
+    created = setup.checkpoints  # the outermost folder of it that this command creates (grpo/ on a new run)
+    while not created.parent.exists():
+        created = created.parent
+    fresh = not created.exists()
+    try:
+        yield
+    except BaseException:
+        if enabled and latest_checkpoint(setup.checkpoints) is None:
+            if fresh:
+                shutil.rmtree(created, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                if config is not None:
+                    from cli.atomic import atomic_write_bytes
+
+                    atomic_write_bytes(rd.config_path, config)
+                else:
+                    rd.config_path.unlink(missing_ok=True)
+        raise

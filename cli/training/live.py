@@ -5,8 +5,11 @@ share of groups whose rewards are all equal (``frac_reward_zero_std``: no learni
 format hit rate, the completion length, the step time and an ETA, the time spent in reward functions
 and the peak GPU memory. Plain-language hints explain the two things that worry people first.
 
-Ctrl-C: the first press asks the trainer to save a checkpoint after the current step and stop; a second
-press stops at once (the caller then saves the adapter as it is).
+Ctrl-C (:class:`Interrupt`): the first press asks the trainer to save a checkpoint after the current step
+and stop; the stage then saves its adapter and records where it stopped. A press during a GRPO rollout
+(generation, a stuck reward) does not wait for the step: the rollout is dropped at once, and since no
+weight has changed since the last optimizer step, that step's checkpoint and adapter are saved. A second
+press outside a rollout stops at once and saves nothing from the step under way.
 """
 
 from __future__ import annotations
@@ -56,20 +59,48 @@ def _num(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-class Interrupt:
-    """SIGINT → a flag the callback turns into save-and-stop; a second SIGINT raises KeyboardInterrupt."""
+class StepAbandoned(BaseException):  # noqa: N818 - reads as what happened
+    """Ctrl-C during a rollout: the step under way is dropped (the weights are the last completed step's)."""
 
-    def __init__(self) -> None:
+
+class Interrupt:
+    """SIGINT → a flag the callback turns into save-and-stop at the step's end; a second SIGINT raises
+    KeyboardInterrupt. With ``abandon_rollouts`` (one process: the ranks of --gpus N must stop together,
+    at a step's end), SIGINT during a rollout raises :class:`StepAbandoned` at once instead."""
+
+    def __init__(self, *, abandon_rollouts: bool = False) -> None:
         self.requested = False
+        self.abandon_rollouts = abandon_rollouts
+        self.in_rollout = 0
 
     def _handler(self, signum: int, frame: Any) -> None:
+        if self.in_rollout and self.abandon_rollouts:
+            self.requested = True
+            raise StepAbandoned
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
         err_console.print(
             "\n[yellow]Ctrl-C:[/] saving a checkpoint after this step, then stopping "
-            "(Ctrl-C again to stop now)"
+            "(Ctrl-C again to stop now, without saving this step)"
         )
+
+    def watch_rollouts(self, trainer: Any) -> None:
+        """Know when ``trainer`` is in a rollout (TRL's ``_generate_and_score_completions``)."""
+        original = getattr(trainer, "_generate_and_score_completions", None)
+        if original is None:
+            return
+
+        def rollout(*args: Any, **kwargs: Any) -> Any:
+            if self.requested and self.abandon_rollouts:  # Ctrl-C came between steps: start no rollout
+                raise StepAbandoned
+            self.in_rollout += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.in_rollout -= 1
+
+        trainer._generate_and_score_completions = rollout
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Interrupt]:

@@ -2,8 +2,9 @@
 
 Config ``grpo.rewards`` is a list of ``{name, weight}``; the weights become TRL's
 ``GRPOConfig.reward_weights``. Each function keeps the TRL signature
-``f(prompts, completions, answer, **kw) -> list[float]`` and is wrapped only to measure the time spent
-scoring (the reward share of a step) and to count format hits for the live view.
+``f(prompts, completions, answer, **kw) -> list[float]`` and is wrapped to measure the time spent
+scoring (the reward share of a step), to count format hits for the live view, to keep failures to the
+completions they hit, and to give each call of a custom reward at most ``grpo.reward_timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ class Reward:
     name: str
     func: Callable[..., Any]
     weight: float
+    custom: bool = False  # loaded by dotted path: user code, run under grpo.reward_timeout
+
+
+def _is_custom(name: str) -> bool:
+    return "." in name or ":" in name
 
 
 def _import_dotted(path: str) -> Callable[..., Any]:
@@ -119,7 +125,10 @@ def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> lis
         from py_rewards import make_reward_funcs
     except ImportError as exc:
         if all("." in n or ":" in n for n in names):  # custom rewards do not need the registry
-            return [Reward(s, _import_dotted(n), w) for s, n, w in zip(shorts, names, weights, strict=True)]
+            return [
+                Reward(s, _import_dotted(n), w, custom=True)
+                for s, n, w in zip(shorts, names, weights, strict=True)
+            ]
         raise GrpoError(
             f"the reward registry py_rewards is not importable ({exc}): build it with `pip install -e .`"
         ) from None
@@ -134,13 +143,16 @@ def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> lis
     for name, func in zip(names, funcs, strict=True):
         if not callable(func):
             raise GrpoError(f"reward {name!r} is not callable")
-    return [Reward(s, f, w) for s, f, w in zip(shorts, funcs, weights, strict=True)]
+    named = zip(shorts, names, funcs, weights, strict=True)
+    return [Reward(s, f, w, custom=_is_custom(n)) for s, n, f, w in named]
 
 
 def wrap_rewards(
-    rewards: Sequence[Reward], tracker: RewardTracker, spec: FormatSpec | None = None
+    rewards: Sequence[Reward], tracker: RewardTracker, spec: FormatSpec | None = None, *, timeout: float = 0
 ) -> list[Callable[..., list[float | None]]]:
     """TRL-ready callables that time every call; ``__name__`` names the ``rewards/<name>`` log column.
+
+    A custom reward's call that runs past ``timeout`` seconds (> 0) stops the run with one line naming it.
 
     The format hit rate comes from the configured exact-format reward; when none is configured, the
     registry's ``match_format_exactly`` (bound to the run's format) watches the first reward's batch.
@@ -155,7 +167,14 @@ def wrap_rewards(
         except Exception:  # noqa: BLE001 - the hit rate is a nicety: without it the column is null
             watcher = None
     return [
-        _timed(r, tracker, r.name == format_name, watcher if i == 0 else None, last=i == len(rewards) - 1)
+        _timed(
+            r,
+            tracker,
+            r.name == format_name,
+            watcher if i == 0 else None,
+            last=i == len(rewards) - 1,
+            timeout=timeout if r.custom else 0,
+        )
         for i, r in enumerate(rewards)
     ]
 
@@ -237,7 +256,10 @@ def _timed(
     watcher: Callable[..., Any] | None = None,
     *,
     last: bool = False,
+    timeout: float = 0,
 ) -> Callable[..., list[float | None]]:
+    from cli.training.deadline import DeadlineExceeded, call_with_deadline
+
     fn = reward.func
     dump = _batch_dumper()
 
@@ -247,7 +269,12 @@ def _timed(
         n = _batch_size(args, kwargs)
         raised = False
         try:
-            raw = fn(*args, **kwargs)
+            raw = call_with_deadline(fn, timeout, *args, **kwargs)
+        except DeadlineExceeded:
+            raise GrpoError(
+                f"reward {reward.name!r} did not return within {timeout:g} s (grpo.reward_timeout) on a "
+                f"batch of {n} completions: fix the reward, or raise grpo.reward_timeout (0: no limit)"
+            ) from None
         except Exception as exc:  # noqa: BLE001 - a custom reward's bug must not kill the run
             first = str(exc).strip().splitlines()
             tracker.problem(reward.name, "raised", n, f"{type(exc).__name__}: {first[0] if first else ''}")

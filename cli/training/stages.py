@@ -13,58 +13,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 from cli.common import GrpoError
-from cli.ranks import any_rank, launched, world_size
+from cli.ranks import world_size
 from cli.rundir import RunDir
 from cli.training import backends
-from cli.training.checkpoints import atomic_checkpoints, drop_partial_checkpoints, next_attempt_from_metrics
+from cli.training.checkpoints import atomic_checkpoints, next_attempt_from_metrics
 from cli.training.console import console, err_console
 from cli.training.gpu_memory import DevicePeak, PhaseMemory, VllmPlan, model_shape, plan_vllm
 from cli.training.live import Interrupt, make_callback, quiet_trainer
+from cli.training.reporters import reporter_env
 from cli.training.rewards import RewardTracker, wrap_rewards
+from cli.training.stopping import stop_fields, train_until_stopped
 
 if TYPE_CHECKING:
     from cli.config import Config
     from cli.training.grpo_setup import GrpoSetup
-
-
-def _train(
-    trainer: Any,
-    model: Any,
-    tokenizer: Any,
-    *,
-    resume: Path | None,
-    interrupt: Interrupt,
-    resume_hint: str,
-) -> None:
-    """``trainer.train()`` with Ctrl-C turned into a saved checkpoint and one line."""
-    ckpt_dir = Path(trainer.args.output_dir)
-    dropped = drop_partial_checkpoints(ckpt_dir)
-    if dropped:
-        left = ", ".join(sorted(dropped))
-        err_console.print(f"[yellow]note:[/] removed what an interrupted save left: {left}")
-    try:
-        with interrupt.installed():
-            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    except KeyboardInterrupt:
-        # Second Ctrl-C (or one before the first step): save the adapter as it is right now.
-        step = int(getattr(trainer.state, "global_step", 0) or 0)
-        dest = ckpt_dir / f"interrupted-{step}"
-        backends.save_adapter(model, tokenizer, dest)
-        err_console.print(f"interrupted at step {step}: adapter saved to {dest}")
-        raise typer.Exit(0 if launched() else 130) from None
-    if any_rank(interrupt.requested):  # every rank stopped at the same step (see live.py)
-        step = int(trainer.state.global_step)
-        saved = ckpt_dir / f"checkpoint-{step}"
-        if not saved.exists():  # no whole checkpoint for this step: keep the adapter, not a fake checkpoint
-            saved = ckpt_dir / f"interrupted-{step}"
-            backends.save_adapter(model, tokenizer, saved)
-        err_console.print(f"interrupted at step {step}: checkpoint saved to {saved} — {resume_hint}")
-        # A launched rank ends cleanly (torchrun would report a non-zero exit as a crash); the parent
-        # `grpo grpo --gpus N` knows it was interrupted and exits 130.
-        raise typer.Exit(0 if launched() else 130)
 
 
 def _common_args(
@@ -159,14 +122,7 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     )
     trainer.add_callback(live)
     t0 = time.perf_counter()
-    _train(
-        trainer,
-        model,
-        tokenizer,
-        resume=None,
-        interrupt=interrupt,
-        resume_hint="re-run `grpo sft` to train again",
-    )
+    stopped = train_until_stopped(trainer, resume=None, interrupt=interrupt, stage="sft")
     train_s = time.perf_counter() - t0
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.sft_dir / "adapter")
     n = int(trainer.state.global_step)
@@ -182,12 +138,14 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
         else _last(trainer, "train_loss"),
         "adapter": str(dest),
         "data": data_info,
+        **stop_fields(stopped, run.sft_dir / "checkpoints"),
     }
     run.log_metrics({"stage": "sft_summary", "time": round(time.time(), 3), **summary})
-    console.print(
-        f"sft done: {_steps(n)} in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
-        f"{summary['final_loss']} → adapter {dest}"
-    )
+    if stopped is None:
+        console.print(
+            f"sft done: {_steps(n)} in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
+            f"{summary['final_loss']} → adapter {dest}"
+        )
     return summary
 
 
@@ -257,7 +215,7 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
             f"{max_prompt} tokens: raise max_seq_length or set --max-completion-length"
         )
     tracker = RewardTracker()
-    funcs = wrap_rewards(rewards, tracker, cfg.format_spec())
+    funcs = wrap_rewards(rewards, tracker, cfg.format_spec(), timeout=g.reward_timeout)
     vllm_args: dict[str, Any] = {}
     if g.vllm_server:
         vllm_args = _vllm_server_args(cfg, tokenizer)
@@ -265,8 +223,7 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         vllm_args = _vllm_args(cfg, tokenizer, backend, plan)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    if g.report_to == "tensorboard":
-        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.logs_dir / "tensorboard"))
+    reporting = reporter_env(g.report_to, run)
     args = GRPOConfig(
         **_common_args(cfg, g, model, checkpoints, g.max_steps, backend),
         per_device_train_batch_size=batch,
@@ -302,8 +259,9 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
         soft_wrap=True,
     )
-    if plan is not None:
-        console.print(f"grpo: {plan.describe()}", soft_wrap=True)
+    for note in (plan.describe() if plan else None, reporting):
+        if note:
+            console.print(f"grpo: {note}", soft_wrap=True)
     if setup.uses_dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
     trainer = GRPOTrainer(
@@ -311,7 +269,8 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
     )
     quiet_trainer(trainer)
     atomic_checkpoints(trainer)
-    interrupt = Interrupt()
+    interrupt = Interrupt(abandon_rollouts=world_size() == 1)
+    interrupt.watch_rollouts(trainer)
     memory = PhaseMemory().wrap(trainer)
     device_peak = DevicePeak().start()
     live = make_callback(
@@ -337,19 +296,13 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
                 f"{g.max_steps}: nothing left to train (raise --max-steps)"
             )
     t0 = time.perf_counter()
+    stopped = None
     if resume is not None and start_step >= g.max_steps and not backends.sharded():
         # Nothing to train: the checkpoint's adapter is the result (the trainer would run one more step).
         backends.load_adapter_weights(model, resume)
         trainer.state.global_step = start_step
     else:
-        _train(
-            trainer,
-            model,
-            tokenizer,
-            resume=resume,
-            interrupt=interrupt,
-            resume_hint=f"continue with `grpo grpo --resume --run {run.path}`",
-        )
+        stopped = train_until_stopped(trainer, resume=resume, interrupt=interrupt, stage="grpo")
     train_s = time.perf_counter() - t0
     device_peak.stop()
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")
@@ -394,10 +347,13 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         "objective": {k: getattr(trainer.args, k, None) for k in OBJECTIVE_KEYS},
         "adapter": str(dest),
         "data": data_info,
+        **stop_fields(stopped, checkpoints),
     }
     run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **summary})
     summary["plot"] = write_train_png(run, [r.name for r in rewards], cfg)
     peak = memory_note(summary)
+    if stopped is not None:
+        return summary
     console.print(
         f"grpo done: {_steps(n)} (attempt {attempt}) in {train_s:.1f} s "
         f"({summary['seconds_per_step']} s/step, first "

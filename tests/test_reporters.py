@@ -1,0 +1,82 @@
+"""`grpo.report_to`: a missing reporter package is one line before anything is saved or loaded, and the
+reporters really log, offline, inside the run directory (TensorBoard event files; SwanLab in local mode)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+from helpers import REPO, cli_env, fails_fast, fresh_copy
+
+from cli.training.reporters import PACKAGES
+
+SAMPLE = REPO / "cli" / "data" / "samples" / "gsm8k_train.jsonl"
+TINY_GRPO = ["--backend", "hf", "--gens", "2", "--max-completion-length", "8", "--max-steps", "2"]
+
+
+@pytest.mark.parametrize("reporter", ["tensorboard", "swanlab"])
+def test_a_missing_reporter_is_named_before_anything_is_saved(runner, tmp_path: Path, monkeypatch, reporter):
+    real = importlib.util.find_spec
+    gone = {PACKAGES[reporter][0], "tensorboardX"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a)
+    )
+    run = tmp_path / "run"
+    (run / "data").mkdir(parents=True)
+    (run / "config.yaml").write_text("model: tiny\n")
+    (run / "data" / "train.parquet").write_bytes(b"")
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    line = fails_fast(runner, ["grpo", "--run", str(run), "--report-to", reporter])
+    assert line == (
+        f"error: grpo.report_to is {reporter!r} but the {reporter!r} package is not installed: "
+        f"pip install 'grpo[{reporter}]'"
+    )
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+
+
+@pytest.fixture(scope="module")
+def prepped_sample(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
+    from conftest import _link_tiny
+    from helpers import invoke
+
+    run = _link_tiny(tmp_path_factory.mktemp("prepped-sample") / "run", tiny_model_dir)
+    result = invoke("prep", "gsm8k", "--source", SAMPLE, "--limit", "64", "--model", "tiny", "--run", run)
+    assert result.exit_code == 0, result.output
+    return run
+
+
+def _grpo(run: Path, *args: str):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in cli_env().items() if not k.startswith(("SWANLAB_", "TENSORBOARD_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli", "grpo", "--run", str(run), *TINY_GRPO, *args],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    proc.stdout += proc.stderr
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+def test_tensorboard_writes_event_files_in_the_run(prepped_sample: Path, tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard", reason="no tensorboard extra: pip install 'grpo[tensorboard]'")
+    run = fresh_copy(prepped_sample, tmp_path)
+    proc = _grpo(run, "--report-to", "tensorboard")
+    assert f"TensorBoard event files → {run / 'logs' / 'tensorboard'}" in proc.stdout
+    events = list((run / "logs" / "tensorboard").rglob("events.out.tfevents.*"))
+    assert events and all(e.stat().st_size > 0 for e in events)
+
+
+@pytest.mark.slow
+def test_swanlab_logs_locally_in_the_run(prepped_sample: Path, tmp_path: Path) -> None:
+    pytest.importorskip("swanlab", reason="no swanlab extra: pip install 'grpo[swanlab]'")
+    run = fresh_copy(prepped_sample, tmp_path)
+    proc = _grpo(run, "--report-to", "swanlab")
+    assert f"SwanLab (local) → {run / 'logs' / 'swanlog'}" in proc.stdout
+    runs = list((run / "logs" / "swanlog").glob("run-*"))
+    assert len(runs) == 1, os.listdir(run / "logs")
+    assert list(runs[0].rglob("*.swanlab")) and (runs[0] / "logs").is_dir()
