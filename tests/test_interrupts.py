@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from _bad_rewards import never_returns, spins
-from conftest import _link_tiny
 from helpers import REPO, cli_env, fresh_copy, grpo_cli, invoke, manifest, one_error_line
 
 from cli.common import GrpoError
@@ -24,7 +23,6 @@ from cli.config import RewardSpec
 from cli.training.deadline import SIGNAL, DeadlineExceeded, call_with_deadline
 from cli.training.rewards import Reward, RewardTracker, resolve_rewards, wrap_rewards
 
-SAMPLE = REPO / "cli" / "data" / "samples" / "gsm8k_train.jsonl"
 TINY_GRPO = ["--backend", "hf", "--gens", "2", "--max-completion-length", "8"]
 
 
@@ -62,15 +60,6 @@ def test_reward_timeout_is_checked(tmp_path: Path) -> None:
 
 
 # ---- end to end ----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def prepped_sample(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
-    """`grpo prep gsm8k` of the bundled sample (64 rows) on the tiny model."""
-    run = _link_tiny(tmp_path_factory.mktemp("prepped-sample") / "run", tiny_model_dir)
-    result = invoke("prep", "gsm8k", "--source", SAMPLE, "--limit", "64", "--model", "tiny", "--run", run)
-    assert result.exit_code == 0, result.output
-    return run
-
-
 def _snapshot(run: Path) -> dict[str, bytes]:
     """Every file of the run but the log (each command appends its own section to it)."""
     return {
@@ -104,8 +93,8 @@ def _interrupt_after(proc: subprocess.Popen[str], marker: str, has: str = "") ->
 
 
 @pytest.mark.slow
-def test_a_stuck_reward_times_out_and_leaves_the_run_as_it_was(prepped_sample: Path, tmp_path: Path) -> None:
-    run = fresh_copy(prepped_sample, tmp_path)
+def test_a_stuck_reward_times_out_and_leaves_the_run_as_it_was(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
     before = _snapshot(run)
     cfg = tmp_path / "timeout.yaml"
     cfg.write_text("grpo:\n  reward_timeout: 2\n")
@@ -124,8 +113,8 @@ def test_a_stuck_reward_times_out_and_leaves_the_run_as_it_was(prepped_sample: P
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_a_stuck_reward_stops_within_seconds(prepped_sample: Path, tmp_path: Path) -> None:
-    run = fresh_copy(prepped_sample, tmp_path)
+def test_ctrl_c_in_a_stuck_reward_stops_within_seconds(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
     before = _snapshot(run)
     proc = _start(
         "grpo", "--run", str(run), *TINY_GRPO, "--max-steps", "2", "--rewards", "_bad_rewards.never_returns"
@@ -139,11 +128,11 @@ def test_ctrl_c_in_a_stuck_reward_stops_within_seconds(prepped_sample: Path, tmp
 
 
 @pytest.mark.slow
-def test_ctrl_c_between_steps_leaves_the_adapter_and_resumes(prepped_sample: Path, tmp_path: Path) -> None:
+def test_ctrl_c_between_steps_leaves_the_adapter_and_resumes(prepped: Path, tmp_path: Path) -> None:
     """Seen on the GPU: Ctrl-C at step 303 saved checkpoint-303 but no grpo/adapter for eval/export."""
     from safetensors.torch import load_file
 
-    run = fresh_copy(prepped_sample, tmp_path)
+    run = fresh_copy(prepped, tmp_path)
     args = ["grpo", "--run", str(run), *TINY_GRPO, "--rewards", "_bad_rewards.slow"]
     out, seconds = _interrupt_after(_start(*args, "--max-steps", "50"), "grpo 2/")
     assert seconds < 15, out[-3000:]

@@ -12,7 +12,6 @@ from helpers import REPO, cli_env, fresh_copy, invoke, one_error_line
 
 from cli.training.reporters import PACKAGES
 
-SAMPLE = REPO / "cli" / "data" / "samples" / "gsm8k_train.jsonl"
 TINY_GRPO = ["--backend", "hf", "--gens", "2", "--max-completion-length", "8", "--max-steps", "2"]
 
 
@@ -37,16 +36,6 @@ def test_a_missing_reporter_is_named_before_anything_is_saved(runner, tmp_path: 
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
 
 
-@pytest.fixture(scope="module")
-def prepped_sample(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
-    from conftest import _link_tiny
-
-    run = _link_tiny(tmp_path_factory.mktemp("prepped-sample") / "run", tiny_model_dir)
-    result = invoke("prep", "gsm8k", "--source", SAMPLE, "--limit", "64", "--model", "tiny", "--run", run)
-    assert result.exit_code == 0, result.output
-    return run
-
-
 def _grpo(run: Path, *args: str):
     import subprocess
     import sys
@@ -62,9 +51,9 @@ def _grpo(run: Path, *args: str):
 
 
 @pytest.mark.slow
-def test_tensorboard_writes_event_files_in_the_run(prepped_sample: Path, tmp_path: Path) -> None:
+def test_tensorboard_writes_event_files_in_the_run(prepped: Path, tmp_path: Path) -> None:
     pytest.importorskip("tensorboard", reason="no tensorboard extra: pip install 'grpo[tensorboard]'")
-    run = fresh_copy(prepped_sample, tmp_path)
+    run = fresh_copy(prepped, tmp_path)
     proc = _grpo(run, "--report-to", "tensorboard")
     assert f"TensorBoard event files → {run / 'logs' / 'tensorboard'}" in proc.stdout
     events = list((run / "logs" / "tensorboard").rglob("events.out.tfevents.*"))
@@ -72,9 +61,9 @@ def test_tensorboard_writes_event_files_in_the_run(prepped_sample: Path, tmp_pat
 
 
 @pytest.mark.slow
-def test_swanlab_logs_locally_in_the_run(prepped_sample: Path, tmp_path: Path) -> None:
+def test_swanlab_logs_locally_in_the_run(prepped: Path, tmp_path: Path) -> None:
     pytest.importorskip("swanlab", reason="no swanlab extra: pip install 'grpo[swanlab]'")
-    run = fresh_copy(prepped_sample, tmp_path)
+    run = fresh_copy(prepped, tmp_path)
     proc = _grpo(run, "--report-to", "swanlab")
     assert f"SwanLab (local) → {run / 'logs' / 'swanlog'}" in proc.stdout
     runs = list((run / "logs" / "swanlog").glob("run-*"))
