@@ -14,28 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cli import quiet
-from cli.common import (
-    DEFAULT_RUN,
-    ConfigOpt,
-    DryRunOpt,
-    GrpoError,
-    RunOpt,
-    console,
-    err_console,
-)
+from cli.command_options import ChatOptions
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
 from cli.errors import handle_errors
+from cli.options import typed_options
 from cli.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
 
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
 
 SOURCES = ("lora", "merged", "gguf", "base")
-MODEL_PANEL = "Model"
 
 
 class Engine:
@@ -235,69 +228,32 @@ HELP = "commands: /compare [QUESTION]  /reset  /exit   (anything else is a quest
 
 
 @handle_errors
+@typed_options(ChatOptions)
 def chat(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
-    source: Annotated[
-        str | None,
-        typer.Option(
-            "--source",
-            help="lora (base + newest adapter, default), merged (export/merged-16bit), gguf (llama.cpp) "
-            "or base.",
-            rich_help_panel=MODEL_PANEL,
-        ),
-    ] = None,
-    adapter: Annotated[
-        str | None,
-        typer.Option(
-            "--adapter",
-            help="With --source lora: grpo or sft (default: the newest).",
-            rich_help_panel=MODEL_PANEL,
-        ),
-    ] = None,
-    quant: Annotated[
-        str | None,
-        typer.Option(
-            "--quant",
-            help="With --source gguf: which exported GGUF (q4_k_m, q8_0, …; default: the newest).",
-            rich_help_panel=MODEL_PANEL,
-        ),
-    ] = None,
-    prompt: Annotated[
-        str | None,
-        typer.Option("--prompt", "-p", help="One question, print the answer and exit (for scripts)."),
-    ] = None,
-    answer_only: Annotated[
-        bool,
-        typer.Option("--answer-only", help="With --prompt: print only the text between the solution tags."),
-    ] = False,
-    max_new_tokens: Annotated[
-        int, typer.Option("--max-new-tokens", min=1, help="Completion budget per answer.")
-    ] = 512,
+    *,
+    opts: ChatOptions,
 ) -> None:
+    prompt, max_new_tokens = opts.prompt, opts.max_new_tokens
     if prompt is not None and not prompt.strip():
         raise GrpoError("--prompt is empty")
     rd = RunDir(run)
     if dry_run:
-        opts = {
-            "source": source,
-            "adapter": adapter,
-            "quant": quant,
-            "prompt": prompt,
-            "max_new_tokens": max_new_tokens,
-        }
-        dry_run_exit(rd, config, "chat", opts)
-    engine, base_factory = build_engines(rd, source, adapter, quant, config)
+        shown = {"source": opts.source, "adapter": opts.adapter, "quant": opts.quant, "prompt": prompt,
+                 "max_new_tokens": max_new_tokens}  # fmt: skip
+        dry_run_exit(rd, config, "chat", shown)
+    engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
     spec = engine.spec
 
     if prompt is not None:
         from cli.prompting import split_completion
 
-        if answer_only or not console.is_terminal:
+        if opts.answer_only or not console.is_terminal:
             text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
             _, solution, _ = split_completion(spec, text)
-            if answer_only:
+            if opts.answer_only:
                 if solution is None:
                     err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
                 typer.echo(solution.strip() if solution is not None else text, file=quiet.stdout())
