@@ -12,7 +12,7 @@ none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,70 +245,94 @@ def chat(
                  "max_new_tokens": max_new_tokens}  # fmt: skip
         dry_run_exit(rd, config, "chat", shown)
     engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
-    spec = engine.spec
-
     if prompt is not None:
-        from cli.prompting import split_completion
-
-        if opts.answer_only or not console.is_terminal:
-            text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
-            _, solution, _ = split_completion(spec, text)
-            if opts.answer_only:
-                if solution is None:
-                    err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
-                typer.echo(solution.strip() if solution is not None else text, file=quiet.stdout())
-            else:
-                typer.echo(spec.reasoning_start + text, file=quiet.stdout())
-        else:
-            show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
+        _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
         return
+    Repl(engine, base_factory, max_new_tokens).run(rd)
 
-    console.print(f"[bold]grpo chat[/] — {engine.label} · run {rd.path} · greedy, ≤{max_new_tokens} tokens")
-    console.print(f"[dim]system: {spec.system_prompt}[/]")
-    console.print(f"[dim]{HELP}[/]")
-    history: list[dict[str, str]] = []
-    last_question: str | None = None
-    base_engine: Engine | None = None
-    while True:
-        try:
-            with quiet.terminal():  # readline's line editing needs the real stdout
-                line = console.input("[bold cyan]you>[/] ")
-        except EOFError:
-            console.print()
-            break
-        line = line.strip()
+
+def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: bool) -> None:
+    """--prompt: the answer streamed (terminal), else printed whole; --answer-only: the solution only."""
+    from cli.prompting import split_completion
+
+    spec = engine.spec
+    if not answer_only and console.is_terminal:
+        show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
+        return
+    text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
+    _, solution, _ = split_completion(spec, text)
+    if answer_only:
+        if solution is None:
+            err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
+        typer.echo(solution.strip() if solution is not None else text, file=quiet.stdout())
+    else:
+        typer.echo(spec.reasoning_start + text, file=quiet.stdout())
+
+
+class Repl:
+    """The chat loop: questions keep the conversation; /compare, /reset, /help and /exit."""
+
+    def __init__(self, engine: Engine, base_factory: Callable[[], Engine], max_new_tokens: int) -> None:
+        self.engine, self.spec, self.base_factory = engine, engine.spec, base_factory
+        self.max_new_tokens = max_new_tokens
+        self.history: list[dict[str, str]] = []
+        self.last_question: str | None = None
+        self.base_engine: Engine | None = None
+
+    def run(self, rd: RunDir) -> None:
+        budget = f"greedy, ≤{self.max_new_tokens} tokens"
+        console.print(f"[bold]grpo chat[/] — {self.engine.label} · run {rd.path} · {budget}")
+        console.print(f"[dim]system: {self.spec.system_prompt}[/]")
+        console.print(f"[dim]{HELP}[/]")
+        while True:
+            try:
+                with quiet.terminal():  # readline's line editing needs the real stdout
+                    line = console.input("[bold cyan]you>[/] ")
+            except EOFError:
+                console.print()
+                break
+            if not self.handle(line.strip()):
+                break
+        quiet.stdout().flush()
+
+    def handle(self, line: str) -> bool:
+        """Act on one input line; False when the user leaves."""
         if not line:
-            continue
+            return True
         if line in ("/exit", "/quit", "/q"):
-            break
+            return False
         if line == "/help":
             console.print(HELP)
-            continue
-        if line == "/reset":
-            history.clear()
+        elif line == "/reset":
+            self.history.clear()
             console.print("[dim]conversation cleared[/]")
-            continue
-        if line.startswith("/compare"):
-            question = line[len("/compare") :].strip() or last_question
-            if not question:
-                console.print("[yellow]ask something first, or /compare QUESTION[/]")
-                continue
-            if base_engine is None:
-                with console.status("loading the base model…"):
-                    base_engine = base_factory()
-            with console.status("generating base and tuned answers…"):
-                base_text = base_engine.complete(base_engine.prompt(question, []), max_new_tokens)
-                tuned_text = engine.complete(engine.prompt(question, []), max_new_tokens)
-            show_compare(spec, question, (base_engine.label, base_text), (engine.label, tuned_text))
-            last_question = question
-            continue
-        if line.startswith("/"):
+        elif line.startswith("/compare"):
+            self.compare(line[len("/compare") :].strip() or self.last_question)
+        elif line.startswith("/"):
             console.print(f"[yellow]unknown command {line.split()[0]}[/] — {HELP}")
-            continue
-        text = show_stream(engine, spec, engine.prompt(line, history), max_new_tokens)
-        history += [
+        else:
+            self.ask(line)
+        return True
+
+    def ask(self, line: str) -> None:
+        prompt = self.engine.prompt(line, self.history)
+        text = show_stream(self.engine, self.spec, prompt, self.max_new_tokens)
+        self.history += [
             {"role": "user", "content": line},
-            {"role": "assistant", "content": spec.reasoning_start + text},
+            {"role": "assistant", "content": self.spec.reasoning_start + text},
         ]
-        last_question = line
-    quiet.stdout().flush()
+        self.last_question = line
+
+    def compare(self, question: str | None) -> None:
+        if not question:
+            console.print("[yellow]ask something first, or /compare QUESTION[/]")
+            return
+        if self.base_engine is None:
+            with console.status("loading the base model…"):
+                self.base_engine = self.base_factory()
+        base, tuned, n = self.base_engine, self.engine, self.max_new_tokens
+        with console.status("generating base and tuned answers…"):
+            base_text = base.complete(base.prompt(question, []), n)
+            tuned_text = tuned.complete(tuned.prompt(question, []), n)
+        show_compare(self.spec, question, (base.label, base_text), (tuned.label, tuned_text))
+        self.last_question = question
