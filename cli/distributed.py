@@ -16,6 +16,9 @@ transformers, rank-aware.
 ``--cpu`` runs the N processes on the CPU over gloo (accelerate starts them through torchrun from a
 MULTI_GPU config, and the trainer's ``use_cpu`` makes them gloo ranks): the data-parallel path tested on
 machines without GPUs. FSDP and DeepSpeed need GPUs (on CPU ranks accelerate falls back to DDP).
+
+Long because: the plan, its checks, the accelerate config and the launcher are one path from
+``--gpus N`` to the ranks; split, the checks would sit away from the config they check.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@
 - The chat template (the format contract's) and EOS travel in the GGUF's tokenizer metadata; the
   Ollama ``Modelfile`` beside it carries the same template in Go-template form, the system prompt and
   the stop strings.
+
+Long because: the converter child, the quantizer child (with llama-quantize's choice of tensor types),
+the GGUF reader and the Modelfile are the whole GGUF path, each part small; the children run as
+``python -m cli.gguf …``, whose entry points are here.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
+from cli.common import GrpoError
 from cli.config import Config
 from cli.settings import Setting, setting_of
 
@@ -133,3 +134,67 @@ def config_options(*keys: str) -> Callable[[F], F]:
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def typed_options(cls: type) -> Callable[[F], F]:
+    """Add a typer option per field of dataclass ``cls`` (see :mod:`cli.command_options`); the command
+    receives them as ``opts``, a ``cls``.
+
+    Unlike :func:`config_options` these are not config keys: the field's default is the flag's default
+    (shown in --help), and its type is the flag's type. Bounds become the option's ``min``/``max``, so a
+    value out of range is a usage error (exit 2) before the command starts."""
+    hints = typing.get_type_hints(cls)
+    generated = {f.name: _typed_param(f, hints[f.name]) for f in dataclasses.fields(cls)}
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+        fn_hints = typing.get_type_hints(fn, include_extras=True)
+        own = [
+            p.replace(annotation=fn_hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in sig.parameters.values()
+            if p.name != "opts"
+        ]
+        clash = {p.name for p in own} & set(generated)
+        if clash:
+            raise TypeError(f"{fn.__name__}: parameters {sorted(clash)} clash with {cls.__name__}")
+
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name) for name in generated if name in kwargs}
+            return fn(*args, opts=cls(**values), **kwargs)
+
+        params = own + list(generated.values())  # the command's own options first, then the fields'
+        command.__signature__ = sig.replace(parameters=params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate
+
+
+def _typed_param(f: dataclasses.Field[Any], hint: Any) -> inspect.Parameter:
+    s = setting_of(f)
+    if s is None or s.flag is None:
+        raise TypeError(f"option field {f.name!r} declares no flag")
+    kind = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+    extra: dict[str, Any] = {}
+    if kind in (int, float):
+        for key, bound, is_open in (("min", s.ge, False), ("min", s.gt, True),
+                                    ("max", s.le, False), ("max", s.lt, True)):  # fmt: skip
+            if bound is not None:
+                extra[key] = kind(bound)
+                if is_open:
+                    extra[f"{key}_open"] = True
+    decls = [s.flag, s.short] if s.short else [s.flag]
+    option = typer.Option(*decls, help=s.help, rich_help_panel=s.panel, **extra)
+    return inspect.Parameter(
+        f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=Annotated[hint, option]
+    )
+
+
+def check_choices(opts: Any) -> None:
+    """Each field of ``opts`` with declared choices holds one of them (any case), or is unset:
+    ``unknown --merged '8bit': choose 16bit or 4bit``."""
+    for f in dataclasses.fields(opts):
+        s, value = setting_of(f), getattr(opts, f.name)
+        if s is not None and s.choices and value is not None and str(value).lower() not in s.choices:
+            raise GrpoError(f"unknown {s.flag} {value!r}: choose {s.rule()}")

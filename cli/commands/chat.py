@@ -12,30 +12,23 @@ none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cli import quiet
-from cli.common import (
-    DEFAULT_RUN,
-    ConfigOpt,
-    DryRunOpt,
-    GrpoError,
-    RunOpt,
-    console,
-    err_console,
-)
+from cli.command_options import ChatOptions
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
 from cli.errors import handle_errors
+from cli.options import typed_options
 from cli.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
 
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
 
 SOURCES = ("lora", "merged", "gguf", "base")
-MODEL_PANEL = "Model"
 
 
 class Engine:
@@ -235,124 +228,111 @@ HELP = "commands: /compare [QUESTION]  /reset  /exit   (anything else is a quest
 
 
 @handle_errors
+@typed_options(ChatOptions)
 def chat(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
-    source: Annotated[
-        str | None,
-        typer.Option(
-            "--source",
-            help="lora (base + newest adapter, default), merged (export/merged-16bit), gguf (llama.cpp) "
-            "or base.",
-            rich_help_panel=MODEL_PANEL,
-        ),
-    ] = None,
-    adapter: Annotated[
-        str | None,
-        typer.Option(
-            "--adapter",
-            help="With --source lora: grpo or sft (default: the newest).",
-            rich_help_panel=MODEL_PANEL,
-        ),
-    ] = None,
-    quant: Annotated[
-        str | None,
-        typer.Option(
-            "--quant",
-            help="With --source gguf: which exported GGUF (q4_k_m, q8_0, …; default: the newest).",
-            rich_help_panel=MODEL_PANEL,
-        ),
-    ] = None,
-    prompt: Annotated[
-        str | None,
-        typer.Option("--prompt", "-p", help="One question, print the answer and exit (for scripts)."),
-    ] = None,
-    answer_only: Annotated[
-        bool,
-        typer.Option("--answer-only", help="With --prompt: print only the text between the solution tags."),
-    ] = False,
-    max_new_tokens: Annotated[
-        int, typer.Option("--max-new-tokens", min=1, help="Completion budget per answer.")
-    ] = 512,
+    *,
+    opts: ChatOptions,
 ) -> None:
+    prompt, max_new_tokens = opts.prompt, opts.max_new_tokens
     if prompt is not None and not prompt.strip():
         raise GrpoError("--prompt is empty")
     rd = RunDir(run)
     if dry_run:
-        opts = {
-            "source": source,
-            "adapter": adapter,
-            "quant": quant,
-            "prompt": prompt,
-            "max_new_tokens": max_new_tokens,
-        }
-        dry_run_exit(rd, config, "chat", opts)
-    engine, base_factory = build_engines(rd, source, adapter, quant, config)
-    spec = engine.spec
-
+        shown = {"source": opts.source, "adapter": opts.adapter, "quant": opts.quant, "prompt": prompt,
+                 "max_new_tokens": max_new_tokens}  # fmt: skip
+        dry_run_exit(rd, config, "chat", shown)
+    engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
     if prompt is not None:
-        from cli.prompting import split_completion
-
-        if answer_only or not console.is_terminal:
-            text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
-            _, solution, _ = split_completion(spec, text)
-            if answer_only:
-                if solution is None:
-                    err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
-                typer.echo(solution.strip() if solution is not None else text, file=quiet.stdout())
-            else:
-                typer.echo(spec.reasoning_start + text, file=quiet.stdout())
-        else:
-            show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
+        _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
         return
+    Repl(engine, base_factory, max_new_tokens).run(rd)
 
-    console.print(f"[bold]grpo chat[/] — {engine.label} · run {rd.path} · greedy, ≤{max_new_tokens} tokens")
-    console.print(f"[dim]system: {spec.system_prompt}[/]")
-    console.print(f"[dim]{HELP}[/]")
-    history: list[dict[str, str]] = []
-    last_question: str | None = None
-    base_engine: Engine | None = None
-    while True:
-        try:
-            with quiet.terminal():  # readline's line editing needs the real stdout
-                line = console.input("[bold cyan]you>[/] ")
-        except EOFError:
-            console.print()
-            break
-        line = line.strip()
+
+def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: bool) -> None:
+    """--prompt: the answer streamed (terminal), else printed whole; --answer-only: the solution only."""
+    from cli.prompting import split_completion
+
+    spec = engine.spec
+    if not answer_only and console.is_terminal:
+        show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
+        return
+    text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
+    _, solution, _ = split_completion(spec, text)
+    if answer_only:
+        if solution is None:
+            err_console.print("[yellow]note:[/] the answer has no solution tags; printing it whole")
+        typer.echo(solution.strip() if solution is not None else text, file=quiet.stdout())
+    else:
+        typer.echo(spec.reasoning_start + text, file=quiet.stdout())
+
+
+class Repl:
+    """The chat loop: questions keep the conversation; /compare, /reset, /help and /exit."""
+
+    def __init__(self, engine: Engine, base_factory: Callable[[], Engine], max_new_tokens: int) -> None:
+        self.engine, self.spec, self.base_factory = engine, engine.spec, base_factory
+        self.max_new_tokens = max_new_tokens
+        self.history: list[dict[str, str]] = []
+        self.last_question: str | None = None
+        self.base_engine: Engine | None = None
+
+    def run(self, rd: RunDir) -> None:
+        budget = f"greedy, ≤{self.max_new_tokens} tokens"
+        console.print(f"[bold]grpo chat[/] — {self.engine.label} · run {rd.path} · {budget}")
+        console.print(f"[dim]system: {self.spec.system_prompt}[/]")
+        console.print(f"[dim]{HELP}[/]")
+        while True:
+            try:
+                with quiet.terminal():  # readline's line editing needs the real stdout
+                    line = console.input("[bold cyan]you>[/] ")
+            except EOFError:
+                console.print()
+                break
+            if not self.handle(line.strip()):
+                break
+        quiet.stdout().flush()
+
+    def handle(self, line: str) -> bool:
+        """Act on one input line; False when the user leaves."""
         if not line:
-            continue
+            return True
         if line in ("/exit", "/quit", "/q"):
-            break
+            return False
         if line == "/help":
             console.print(HELP)
-            continue
-        if line == "/reset":
-            history.clear()
+        elif line == "/reset":
+            self.history.clear()
             console.print("[dim]conversation cleared[/]")
-            continue
-        if line.startswith("/compare"):
-            question = line[len("/compare") :].strip() or last_question
-            if not question:
-                console.print("[yellow]ask something first, or /compare QUESTION[/]")
-                continue
-            if base_engine is None:
-                with console.status("loading the base model…"):
-                    base_engine = base_factory()
-            with console.status("generating base and tuned answers…"):
-                base_text = base_engine.complete(base_engine.prompt(question, []), max_new_tokens)
-                tuned_text = engine.complete(engine.prompt(question, []), max_new_tokens)
-            show_compare(spec, question, (base_engine.label, base_text), (engine.label, tuned_text))
-            last_question = question
-            continue
-        if line.startswith("/"):
+        elif line.startswith("/compare"):
+            self.compare(line[len("/compare") :].strip() or self.last_question)
+        elif line.startswith("/"):
             console.print(f"[yellow]unknown command {line.split()[0]}[/] — {HELP}")
-            continue
-        text = show_stream(engine, spec, engine.prompt(line, history), max_new_tokens)
-        history += [
+        else:
+            self.ask(line)
+        return True
+
+    def ask(self, line: str) -> None:
+        prompt = self.engine.prompt(line, self.history)
+        text = show_stream(self.engine, self.spec, prompt, self.max_new_tokens)
+        self.history += [
             {"role": "user", "content": line},
-            {"role": "assistant", "content": spec.reasoning_start + text},
+            {"role": "assistant", "content": self.spec.reasoning_start + text},
         ]
-        last_question = line
-    quiet.stdout().flush()
+        self.last_question = line
+
+    def compare(self, question: str | None) -> None:
+        if not question:
+            console.print("[yellow]ask something first, or /compare QUESTION[/]")
+            return
+        if self.base_engine is None:
+            with console.status("loading the base model…"):
+                self.base_engine = self.base_factory()
+        base, tuned, n = self.base_engine, self.engine, self.max_new_tokens
+        with console.status("generating base and tuned answers…"):
+            base_text = base.complete(base.prompt(question, []), n)
+            tuned_text = tuned.complete(tuned.prompt(question, []), n)
+        show_compare(self.spec, question, (base.label, base_text), (tuned.label, tuned_text))
+        self.last_question = question

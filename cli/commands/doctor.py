@@ -6,6 +6,10 @@ completion and a few broken ones with the configured rewards: the perfect one mu
 Writes nothing (a fresh `--model tiny` tokenizer is built in memory).
 
 Example: grpo doctor --run runs/demo
+
+Long because: every check (packages, GPU, reward core, prompt, rewards, the run's format contract) is a
+small function beside the command that shows them; ``doctor`` itself (120 lines, still in
+tools/check_structure.py's ratchet list) is the part still to split.
 """
 
 from __future__ import annotations

@@ -21,81 +21,21 @@ Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
-from cli.common import (
-    DEFAULT_RUN,
-    ConfigOpt,
-    DryRunOpt,
-    GrpoError,
-    RunOpt,
-    err_console,
-)
+from cli.command_options import EvalOptions
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, err_console
 from cli.errors import handle_errors
+from cli.options import typed_options
 from cli.rundir import RunDir, dry_run_exit, run_config
-
-DATA_PANEL = "Data"
-GEN_PANEL = "Generation"
 
 
 @handle_errors
+@typed_options(EvalOptions)
 def eval_(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            "--data",
-            help="gsm8k or math (prep's loader or the bundled samples) instead of the run's eval split.",
-            rich_help_panel=DATA_PANEL,
-        ),
-    ] = None,
-    source: Annotated[
-        Path | None,
-        typer.Option(
-            "--source",
-            help="Local .jsonl/.json/.parquet/.csv with question (or problem) and answer columns.",
-            rich_help_panel=DATA_PANEL,
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            min=1,
-            help="Score at most N problems (default: all of them).",
-            rich_help_panel=DATA_PANEL,
-        ),
-    ] = None,
-    models: Annotated[
-        str,
-        typer.Option(
-            "--models",
-            help="Comma list of checkpoints to score among base, sft, grpo (those present).",
-            rich_help_panel=GEN_PANEL,
-        ),
-    ] = "base,sft,grpo",
-    max_new_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-new-tokens", min=1, help="Completion budget per problem.", rich_help_panel=GEN_PANEL
-        ),
-    ] = 512,
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Prompts decoded together.", rich_help_panel=GEN_PANEL)
-    ] = 8,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="auto (vLLM when installed and a GPU is visible: all prompts at once), hf or vllm.",
-            rich_help_panel=GEN_PANEL,
-        ),
-    ] = "auto",
+    *,
+    opts: EvalOptions,
 ) -> None:
     from cli import eval_report, evaluation, loading
     from cli.evaluation import EvalJob
@@ -103,17 +43,17 @@ def eval_(
 
     rd = RunDir(run)
     if dry_run:
-        opts = {"data": data, "source": source, "limit": limit, "models": models}
-        dry_run_exit(rd, config, "eval", opts)
+        shown = {"data": opts.data, "source": opts.source, "limit": opts.limit, "models": opts.models}
+        dry_run_exit(rd, config, "eval", shown)
     rd.require_exists()
-    wanted = [m.strip() for m in models.split(",") if m.strip()]
+    wanted = [m.strip() for m in opts.models.split(",") if m.strip()]
     bad = [m for m in wanted if m not in evaluation.LABELS]
     if bad or not wanted:
         raise GrpoError(
             f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} (choose base, sft, grpo)"
         )
     cfg = run_config(rd, config)
-    rows, data_label = evaluation.load_rows(rd, data, source, limit)
+    rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
     adapters = rd.adapters()
     checkpoints = [m for m in wanted if m == "base" or m in adapters]
     skipped = [m for m in wanted if m not in checkpoints]
@@ -138,8 +78,8 @@ def eval_(
         rows=rows,
         checkpoints=checkpoints,
         adapters=adapters,
-        max_new_tokens=max_new_tokens,
-        batch_size=batch_size,
-        engine=choose_engine(engine),
+        max_new_tokens=opts.max_new_tokens,
+        batch_size=opts.batch_size,
+        engine=choose_engine(opts.engine),
     )
     eval_report.write(job, evaluation.run(job), data_label, skipped)

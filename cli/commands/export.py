@@ -15,127 +15,53 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from cli.common import (
-    DEFAULT_RUN,
-    ConfigOpt,
-    DryRunOpt,
-    GrpoError,
-    RunOpt,
-    console,
-    err_console,
-)
+from cli.command_options import ExportOptions
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
 from cli.errors import handle_errors
-from cli.export.builders import MERGED_KINDS, Job, check_4bit
+from cli.export.builders import Job, check_4bit
+from cli.options import check_choices, typed_options
 from cli.rundir import RunDir, dry_run_exit, run_config
-
-WHAT = "What to export"
-VERIFY = "Verification"
 
 
 @handle_errors
+@typed_options(ExportOptions)
 def export(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
-    lora: Annotated[
-        bool,
-        typer.Option(
-            "--lora",
-            help="The LoRA adapter + tokenizer + format contract (default when nothing else is asked).",
-            rich_help_panel=WHAT,
-        ),
-    ] = False,
-    merged: Annotated[
-        str | None,
-        typer.Option(
-            "--merged",
-            help="Merge into the original 16-bit weights: 16bit, or 4bit (bitsandbytes, CUDA only).",
-            rich_help_panel=WHAT,
-        ),
-    ] = None,
-    gguf: Annotated[
-        str | None,
-        typer.Option(
-            "--gguf",
-            help="Comma list of GGUF types: f16, bf16, q8_0 (converter), q4_k_m, q5_k_m, … (llama.cpp).",
-            rich_help_panel=WHAT,
-        ),
-    ] = None,
-    source: Annotated[
-        str | None,
-        typer.Option(
-            "--source", help="Which adapter: grpo or sft (default: the newest).", rich_help_panel=WHAT
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Output folder (default: <run>/export).", rich_help_panel=WHAT),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option(
-            "--name", help="Base name of GGUF files (default: <run name>-<stage>).", rich_help_panel=WHAT
-        ),
-    ] = None,
-    verify: Annotated[
-        int,
-        typer.Option(
-            "--verify",
-            min=0,
-            help="Held-out prompts decoded through HF and through each artifact (0: reload only).",
-            rich_help_panel=VERIFY,
-        ),
-    ] = 8,
-    verify_tokens: Annotated[
-        int,
-        typer.Option(
-            "--verify-tokens", min=1, help="Greedy tokens per verification prompt.", rich_help_panel=VERIFY
-        ),
-    ] = 64,
-    allow_zero: Annotated[
-        bool,
-        typer.Option(
-            "--allow-zero",
-            help="Export an adapter even if some of its tensors are all zero (untrained LoRA).",
-            rich_help_panel=VERIFY,
-        ),
-    ] = False,
+    *,
+    opts: ExportOptions,
 ) -> None:
     from cli import gguf as gg
 
     # ---- every check that needs no model, before any work ----------------------------------------
-    types = gg.parse_types(gguf) if gguf is not None else []
-    if merged is not None and merged.lower() not in MERGED_KINDS:
-        raise GrpoError(f"unknown --merged {merged!r}: choose 16bit or 4bit")
-    merged = merged.lower() if merged else None
-    if source is not None and source.lower() not in ("grpo", "sft", "auto"):
-        raise GrpoError(f"unknown --source {source!r}: choose grpo or sft")
-    lora = lora or not (merged or types)
+    types = gg.parse_types(opts.gguf) if opts.gguf is not None else []
+    check_choices(opts)  # --merged, --source
+    merged = opts.merged.lower() if opts.merged else None
+    lora = opts.lora or not (merged or types)
     if types:
         gg.require_tools(types)
     if merged == "4bit":
         check_4bit()
     rd = RunDir(run)
     if dry_run:
-        opts = {"lora": lora, "merged": merged, "gguf": list(types), "source": source, "out": out,
-                "verify": verify, "verify_tokens": verify_tokens}  # fmt: skip
-        dry_run_exit(rd, config, "export", opts)
+        shown = {"lora": lora, "merged": merged, "gguf": list(types), "source": opts.source, "out": opts.out,
+                 "verify": opts.verify, "verify_tokens": opts.verify_tokens}  # fmt: skip
+        dry_run_exit(rd, config, "export", shown)
     _check_run_writable(rd)  # held (one writer) and writable: export records itself in the manifest
     cfg = run_config(rd, config)
-    stage, adapter = rd.pick_adapter(source)
-    _check_trained(adapter, allow_zero)
+    stage, adapter = rd.pick_adapter(opts.source)
+    _check_trained(adapter, opts.allow_zero)
     from cli.models import resolve_model
 
-    out = Path(out) if out is not None else rd.export_dir
+    out = Path(opts.out) if opts.out is not None else rd.export_dir
     job = Job(rd=rd, cfg=cfg, spec=cfg.format_spec(), stage=stage, adapter=adapter,
               base_path=str(resolve_model(cfg, rd)), staging=out,
-              name=name or f"{rd.path.resolve().name}-{stage}",
-              lora=lora, merged=merged, types=types, verify=verify, verify_tokens=verify_tokens)  # fmt: skip
-    _export(job, out, allow_zero)
+              name=opts.name or f"{rd.path.resolve().name}-{stage}", lora=lora, merged=merged, types=types,
+              verify=opts.verify, verify_tokens=opts.verify_tokens)  # fmt: skip
+    _export(job, out, opts.allow_zero)
 
 
 def _check_run_writable(rd: RunDir) -> None:

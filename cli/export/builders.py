@@ -26,8 +26,6 @@ from cli.rundir import ADAPTER_WEIGHTS, MERGED_DIRNAME, RunDir
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
 
-MERGED_KINDS = ("16bit", "4bit")
-
 
 @dataclass
 class Job:

@@ -7,6 +7,10 @@ otherwise). Under ``hf`` Unsloth is never imported, so TRL runs unpatched.
 Both backends train a LoRA adapter. A later stage continues the run's previous adapter by building the
 same LoRA from the adapter's own ``adapter_config.json`` and loading its weights into it, so Unsloth's
 patched LoRA layers (and its vLLM LoRA hand-off) stay in place.
+
+Long because: the two backends are loaded, configured and saved side by side (what one does, the other
+visibly does too), with the plain-torch stand-in for TRL's Triton log-prob kernel that the hf backend
+needs on a CPU.
 """
 
 from __future__ import annotations

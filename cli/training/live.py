@@ -115,179 +115,215 @@ class Interrupt:
             signal.signal(signal.SIGINT, previous)
 
 
-def make_callback(
-    run: RunDir,
-    stage: str,
-    *,
-    max_steps: int,
-    tracker: RewardTracker | None = None,
-    interrupt: Interrupt | None = None,
-    reward_names: list[str] | None = None,
-    quiet: bool = False,
-    memory: PhaseMemory | None = None,
-    device_peak: DevicePeak | None = None,
-    vllm_gib: float | None = None,
-    attempt: int | None = None,
-    from_sft: bool = False,
-) -> Any:
-    """A ``transformers.TrainerCallback`` (built here so the module imports without transformers)."""
+def make_callback(run: RunDir, stage: str, **kw: Any) -> Any:
+    """A ``transformers.TrainerCallback`` showing :class:`LiveView` (``kw``: its keyword arguments); the
+    class is built here so that the module imports without transformers."""
     from transformers import TrainerCallback
 
-    class LiveView(TrainerCallback):
-        def __init__(self) -> None:
-            self.step_times: list[float] = []
-            self.last = time.perf_counter()
-            self.started = self.last
-            self.window_start = self.last
-            self.hinted_loss = False
+    class LiveViewCallback(LiveView, TrainerCallback):
+        pass
+
+    return LiveViewCallback(run, stage, **kw)
+
+
+class LiveView:
+    """The live view of one stage: step timing, one row per log (metrics.jsonl and a console line),
+    the hints, and Ctrl-C turned into save-and-stop. :func:`make_callback` makes it a TrainerCallback."""
+
+    def __init__(
+        self,
+        run: RunDir,
+        stage: str,
+        *,
+        max_steps: int,
+        tracker: RewardTracker | None = None,
+        interrupt: Interrupt | None = None,
+        reward_names: list[str] | None = None,
+        quiet: bool = False,
+        memory: PhaseMemory | None = None,
+        device_peak: DevicePeak | None = None,
+        vllm_gib: float | None = None,
+        attempt: int | None = None,
+        from_sft: bool = False,
+    ) -> None:
+        self.run, self.stage, self.max_steps, self.attempt = run, stage, max_steps, attempt
+        self.tracker, self.interrupt, self.reward_names = tracker, interrupt, reward_names
+        self.quiet, self.from_sft = quiet, from_sft
+        self.memory, self.device_peak, self.vllm_gib = memory, device_peak, vllm_gib
+        self.step_times: list[float] = []
+        self.last = time.perf_counter()
+        self.started = self.last
+        self.window_start = self.last
+        self.hinted_loss = False
+        self.zero_std_streak = 0
+        self.first_step = None
+        self.rows: list[dict[str, Any]] = []
+        self.ema: float | None = None  # smoothed seconds per step (the first step left out)
+        self.eta: tuple[float, float] | None = None  # (last ETA shown, when)
+        self.folded = 0  # step times already in the average
+
+    # -- timing --
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.last = self.started = self.window_start = time.perf_counter()
+        self.first_step = state.global_step
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+        now = time.perf_counter()
+        self.step_times.append(now - self.last)
+        self.last = now
+        if self.memory is not None:
+            self.memory.step_end()
+        # Ctrl-C reaches the ranks at slightly different steps: stop together.
+        if any_rank(self.interrupt is not None and self.interrupt.requested):
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def smoothed_eta(self, remaining: int) -> float | None:
+        """ETA from an exponential average of step times, each new ETA within ½–2× of the last one
+        counted down: GRPO steps vary with completion length (a 100-step CPU run's ETA jumped 2h09 →
+        7m → 47m from raw step times, issue #15). No ETA from the first step alone (it compiles)."""
+        if len(self.step_times) < 2:
+            return None
+        for t in self.step_times[max(1, self.folded):]:
+            self.ema = t if self.ema is None else 0.7 * self.ema + 0.3 * t
+        self.folded = len(self.step_times)
+        if self.ema is None:
+            return None
+        eta = self.ema * max(remaining, 0)
+        now = time.perf_counter()
+        if self.eta is not None and remaining > 0:
+            expected = max(self.eta[0] - (now - self.eta[1]), 0.0)
+            if expected > 0:
+                eta = min(max(eta, expected / 2), expected * 2)
+        self.eta = (eta, now)
+        return eta
+
+    def typical_step(self) -> float | None:
+        # The first step carries compilation/warm-up: leave it out once there are others.
+        times = self.step_times[1:] if len(self.step_times) > 1 else self.step_times
+        return sum(times) / len(times) if times else None
+
+    # -- logging --
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if not logs or not state.is_world_process_zero:
+            return
+        if "train_runtime" in logs:  # the trainer's final summary: reported by the stage itself
+            return
+        now = time.perf_counter()
+        window = now - self.window_start
+        self.window_start = now
+        row = self.timing_row(state, logs)
+        self.measure(row, window)
+        self.rows.append(row)
+        self.run.log_metrics(row)
+        if not self.quiet:
+            self.print_row(row)
+
+    def timing_row(self, state: Any, logs: dict[str, Any]) -> dict[str, Any]:
+        """The trainer's logs with the step, the step times and the ETA."""
+        step = int(state.global_step)
+        typical = self.typical_step()
+        total = self.max_steps or state.max_steps
+        row: dict[str, Any] = {
+            "stage": self.stage,
+            **({"attempt": self.attempt} if self.attempt is not None else {}),
+            "step": step,
+            "max_steps": total,
+            "time": round(time.time(), 3),
+        }
+        for key, value in logs.items():
+            v = _num(value)
+            row[key] = v if v is not None else value
+        row["step_seconds"] = round(self.step_times[-1], 4) if self.step_times else None
+        row["mean_step_seconds"] = round(typical, 4) if typical else None
+        eta = self.smoothed_eta(total - step) if total else None
+        row["eta_seconds"] = round(eta, 1) if eta is not None else None
+        return row
+
+    def measure(self, row: dict[str, Any], window: float) -> None:
+        """The time in reward functions over the last ``window`` seconds and the memory figures."""
+        from cli.training.backends import peak_gpu_gib
+
+        if self.tracker is not None:
+            taken = self.tracker.take()
+            row.update(taken)
+            spent = taken["reward_seconds"] or 0.0
+            row["reward_share"] = round(spent / window, 4) if window > 0 else None
+        row["peak_gpu_gib"] = peak_gpu_gib()
+        if self.memory is not None:
+            row.update(self.memory.take_row(window))
+        if self.vllm_gib is not None:
+            row["vllm_gib"] = self.vllm_gib
+        if self.device_peak is not None:
+            row["gpu_peak_gib"] = self.device_peak.peak_gib
+
+    def print_row(self, row: dict[str, Any]) -> None:
+        step, total = row["step"], row["max_steps"]
+        parts = [f"[bold]{self.stage}[/] {step}/{total}"]
+        if "loss" in row and _num(row["loss"]) is not None:
+            parts.append(f"loss {row['loss']:.4g}")
+        if self.stage == "grpo":
+            parts += self.grpo_parts(row)
+        elif _num(row.get("learning_rate")) is not None:
+            parts.append(f"lr {row['learning_rate']:.2e}")
+        parts += _cost_parts(row)
+        console.print(" │ ".join(parts), soft_wrap=True)
+        if self.stage == "grpo":
+            self.hints(row)
+
+    def grpo_parts(self, row: dict[str, Any]) -> list[str]:
+        parts = []
+        if _num(row.get("reward")) is not None:
+            parts.append(f"reward {row['reward']:.3g} ± {row.get('reward_std') or 0:.3g}")
+        for name in self.reward_names or []:
+            v = _num(row.get(f"rewards/{name}/mean"))
+            if v is not None:
+                parts.append(f"{name} {v:.3g}")
+        if row.get("format_hit_rate") is not None:
+            parts.append(f"format {row['format_hit_rate']:.0%}")
+        if _num(row.get("frac_reward_zero_std")) is not None:
+            parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
+        if _num(row.get("completions/mean_length")) is not None:
+            parts.append(f"len {row['completions/mean_length']:.0f}")
+        return parts
+
+    def hints(self, row: dict[str, Any]) -> None:
+        zero = _num(row.get("frac_reward_zero_std"))
+        if zero is not None and zero >= 1.0:
+            # Say it on the first such step, then every 10th in a row (not on every line).
+            if self.zero_std_streak % 10 == 0:
+                hint = HINT_ZERO_STD_AFTER_SFT if self.from_sft else HINT_ZERO_STD
+                console.print(f"  [yellow]hint:[/] {hint}")
+            self.zero_std_streak += 1
+        else:
             self.zero_std_streak = 0
-            self.first_step = None
-            self.rows: list[dict[str, Any]] = []
-            self.ema: float | None = None  # smoothed seconds per step (the first step left out)
-            self.eta: tuple[float, float] | None = None  # (last ETA shown, when)
-            self.folded = 0  # step times already in the average
+        loss = _num(row.get("loss"))
+        if loss is not None and abs(loss) < 1e-3 and not self.hinted_loss:
+            self.hinted_loss = True
+            console.print(f"  [dim]hint: {HINT_LOSS_ZERO}[/]")
 
-        # -- timing --
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.last = self.started = self.window_start = time.perf_counter()
-            self.first_step = state.global_step
 
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            now = time.perf_counter()
-            self.step_times.append(now - self.last)
-            self.last = now
-            if memory is not None:
-                memory.step_end()
-            # Ctrl-C reaches the ranks at slightly different steps: stop together.
-            if any_rank(interrupt is not None and interrupt.requested):
-                control.should_save = True
-                control.should_training_stop = True
-            return control
-
-        def smoothed_eta(self, remaining: int) -> float | None:
-            """ETA from an exponential average of step times, each new ETA within ½–2× of the last one
-            counted down: GRPO steps vary with completion length (a 100-step CPU run's ETA jumped 2h09 →
-            7m → 47m from raw step times, issue #15). No ETA from the first step alone (it compiles)."""
-            if len(self.step_times) < 2:
-                return None
-            for t in self.step_times[max(1, self.folded):]:
-                self.ema = t if self.ema is None else 0.7 * self.ema + 0.3 * t
-            self.folded = len(self.step_times)
-            if self.ema is None:
-                return None
-            eta = self.ema * max(remaining, 0)
-            now = time.perf_counter()
-            if self.eta is not None and remaining > 0:
-                expected = max(self.eta[0] - (now - self.eta[1]), 0.0)
-                if expected > 0:
-                    eta = min(max(eta, expected / 2), expected * 2)
-            self.eta = (eta, now)
-            return eta
-
-        def typical_step(self) -> float | None:
-            # The first step carries compilation/warm-up: leave it out once there are others.
-            times = self.step_times[1:] if len(self.step_times) > 1 else self.step_times
-            return sum(times) / len(times) if times else None
-
-        # -- logging --
-        def on_log(
-            self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
-        ) -> None:
-            if not logs or not state.is_world_process_zero:
-                return
-            if "train_runtime" in logs:  # the trainer's final summary: reported by the stage itself
-                return
-            from cli.training.backends import peak_gpu_gib
-
-            now = time.perf_counter()
-            window = now - self.window_start
-            self.window_start = now
-            step = int(state.global_step)
-            typical = self.typical_step()
-            total = max_steps or state.max_steps
-            row: dict[str, Any] = {
-                "stage": stage,
-                **({"attempt": attempt} if attempt is not None else {}),
-                "step": step,
-                "max_steps": total,
-                "time": round(time.time(), 3),
-            }
-            for key, value in logs.items():
-                v = _num(value)
-                row[key] = v if v is not None else value
-            row["step_seconds"] = round(self.step_times[-1], 4) if self.step_times else None
-            row["mean_step_seconds"] = round(typical, 4) if typical else None
-            eta = self.smoothed_eta(total - step) if total else None
-            row["eta_seconds"] = round(eta, 1) if eta is not None else None
-            if tracker is not None:
-                taken = tracker.take()
-                row.update(taken)
-                spent = taken["reward_seconds"] or 0.0
-                row["reward_share"] = round(spent / window, 4) if window > 0 else None
-            row["peak_gpu_gib"] = peak_gpu_gib()
-            if memory is not None:
-                row.update(memory.take_row(window))
-            if vllm_gib is not None:
-                row["vllm_gib"] = vllm_gib
-            if device_peak is not None:
-                row["gpu_peak_gib"] = device_peak.peak_gib
-            self.rows.append(row)
-            run.log_metrics(row)
-            if not quiet:
-                self.print_row(row)
-
-        def print_row(self, row: dict[str, Any]) -> None:
-            step, total = row["step"], row["max_steps"]
-            parts = [f"[bold]{stage}[/] {step}/{total}"]
-            if "loss" in row and _num(row["loss"]) is not None:
-                parts.append(f"loss {row['loss']:.4g}")
-            if stage == "grpo":
-                if _num(row.get("reward")) is not None:
-                    parts.append(f"reward {row['reward']:.3g} ± {row.get('reward_std') or 0:.3g}")
-                for name in reward_names or []:
-                    v = _num(row.get(f"rewards/{name}/mean"))
-                    if v is not None:
-                        parts.append(f"{name} {v:.3g}")
-                if row.get("format_hit_rate") is not None:
-                    parts.append(f"format {row['format_hit_rate']:.0%}")
-                if _num(row.get("frac_reward_zero_std")) is not None:
-                    parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
-                if _num(row.get("completions/mean_length")) is not None:
-                    parts.append(f"len {row['completions/mean_length']:.0f}")
-            elif _num(row.get("learning_rate")) is not None:
-                parts.append(f"lr {row['learning_rate']:.2e}")
-            if row.get("step_seconds") is not None:
-                parts.append(f"{row['step_seconds']:.2f} s/step")
-            if row.get("reward_share") is not None:
-                parts.append(f"rewards {row['reward_share']:.1%} of time")
-            if row.get("train_extra_gib") is not None:
-                mem = f"mem: train +{row['train_extra_gib']:.1f}"
-                if row.get("vllm_gib") is not None:
-                    mem += f", vLLM {row['vllm_gib']:.1f}"
-                if row.get("gpu_peak_gib") is not None:
-                    mem += f", GPU {row['gpu_peak_gib']:.1f}"
-                parts.append(mem + " GiB")
-            elif row.get("peak_gpu_gib") is not None:
-                parts.append(f"peak {row['peak_gpu_gib']:.1f} GiB")
-            parts.append(f"ETA {_fmt_s(row.get('eta_seconds'))}")
-            console.print(" │ ".join(parts), soft_wrap=True)
-            if stage != "grpo":
-                return
-            zero = _num(row.get("frac_reward_zero_std"))
-            if zero is not None and zero >= 1.0:
-                # Say it on the first such step, then every 10th in a row (not on every line).
-                if self.zero_std_streak % 10 == 0:
-                    hint = HINT_ZERO_STD_AFTER_SFT if from_sft else HINT_ZERO_STD
-                    console.print(f"  [yellow]hint:[/] {hint}")
-                self.zero_std_streak += 1
-            else:
-                self.zero_std_streak = 0
-            loss = _num(row.get("loss"))
-            if loss is not None and abs(loss) < 1e-3 and not self.hinted_loss:
-                self.hinted_loss = True
-                console.print(f"  [dim]hint: {HINT_LOSS_ZERO}[/]")
-
-    return LiveView()
+def _cost_parts(row: dict[str, Any]) -> list[str]:
+    """Step time, time in rewards, memory and ETA of a console line."""
+    parts = []
+    if row.get("step_seconds") is not None:
+        parts.append(f"{row['step_seconds']:.2f} s/step")
+    if row.get("reward_share") is not None:
+        parts.append(f"rewards {row['reward_share']:.1%} of time")
+    if row.get("train_extra_gib") is not None:
+        mem = f"mem: train +{row['train_extra_gib']:.1f}"
+        if row.get("vllm_gib") is not None:
+            mem += f", vLLM {row['vllm_gib']:.1f}"
+        if row.get("gpu_peak_gib") is not None:
+            mem += f", GPU {row['gpu_peak_gib']:.1f}"
+        parts.append(mem + " GiB")
+    elif row.get("peak_gpu_gib") is not None:
+        parts.append(f"peak {row['peak_gpu_gib']:.1f} GiB")
+    parts.append(f"ETA {_fmt_s(row.get('eta_seconds'))}")
+    return parts
 
 
 def quiet_trainer(trainer: Any) -> None:
