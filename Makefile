@@ -26,7 +26,7 @@ test-rust:
 	cargo test --workspace --release
 
 # Release builds leave out the `_debug_panic` hook: a second build with the cargo feature
-# `debug-hooks` (own target dir) lets tests/test_rewards_api.py check that a Rust panic is a Python exception.
+# `debug-hooks` (own target dir) lets tests/test_rewards.py check that a Rust panic is a Python exception.
 DEBUG_CORE_DIR := target/debug-hooks
 
 test-py:

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -242,3 +243,20 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.rmtree(root, ignore_errors=True)
         make_run(root)
     return root
+
+
+# ---- in-process results (CliRunner) ------------------------------------------------------------
+def one_line_error(result) -> str:
+    """Assert a failed command printed exactly one clear line and no traceback; return it."""
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def dry_run(runner, *args) -> dict:
+    result = runner.invoke(app, [*args, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    return yaml.safe_load(result.stdout)
+

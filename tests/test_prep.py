@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import SAMPLES
+from helpers import SAMPLES, one_line_error
 
 from cli import data_prep as dp
 from cli.main import app
@@ -435,3 +435,10 @@ def test_warmup_set_follows_the_grpo_set_and_keeps_an_explicit_one(runner, tiny_
     result = prep(runner, tiny_run, "dapo", "--limit", "40")
     assert result.exit_code == 0 and "from `grpo prep openmath-mini`" in result.output
     assert len(pd.read_parquet(data / "sft.parquet")) == 6
+
+
+def test_missing_dataset_file(runner, tmp_path):
+    line = one_line_error(runner.invoke(app, ["prep", "gsm8k", "--source", str(tmp_path / "nope.jsonl"),
+                                              "--run", str(tmp_path / "run")]))
+    assert "not found" in line and "nope.jsonl" in line
+

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import one_line_error
 
 from cli.atomic import atomic_dir, atomic_write_text
+from cli.main import app
 from cli.rundir import RunDir
 from cli.runlock import release_locks
 
@@ -98,3 +100,17 @@ def test_one_writer_per_run_directory(tmp_path: Path) -> None:
     release_locks()
     RunDir(run).hold("grpo sft")  # and released at the command's end
     release_locks()
+
+
+def test_no_run_directory(runner, tmp_path):
+    from cli.common import GrpoError
+    from cli.rundir import RunDir
+
+    line = one_line_error(runner.invoke(app, ["doctor", "--run", str(tmp_path / "nonexistent")]))
+    assert "no run directory" in line and "grpo prep" in line
+    # A run without the stage's input names the command that makes it.
+    run = RunDir(tmp_path / "run")
+    run.ensure()
+    with pytest.raises(GrpoError, match=r"run `grpo prep NAME --run .*` first"):
+        run.require(run.data_dir / "train.parquet", "data", "prepped data")
+

@@ -1,6 +1,6 @@
 """py_rewards public API: seed tables, TRL call shapes, registry, errors, cache, parallelism, speed.
 
-Run: ``pytest tests/test_rewards_api.py`` (needs the extension built: ``pip install -e .``).
+Run: ``pytest tests/test_rewards.py`` (needs the extension built: ``pip install -e .``).
 """
 
 from __future__ import annotations
