@@ -95,15 +95,7 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     )
     if cfg.lora.dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
-    packing = s.packing
-    attn = str(getattr(getattr(model, "config", None), "_attn_implementation", "") or "")
-    if packing and backend == "hf" and not attn.startswith("flash"):
-        # Without FlashAttention packed examples would attend to each other (and on the CPU the full
-        # 2048x2048 masks make every step slow): Unsloth turns packing off in this case too.
-        packing = False
-        console.print(
-            f"[dim]sft: packing off ({attn or 'this'} attention cannot keep packed examples apart)[/]"
-        )
+    packing = _packing(s.packing, model, backend)
     args = SFTConfig(
         **_common_args(cfg, s, model, run.sft_dir / "checkpoints", steps, backend),
         per_device_train_batch_size=s.batch_size,
@@ -151,6 +143,19 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
             f"{summary['final_loss']} → adapter {dest}"
         )
     return summary
+
+
+def _packing(packing: bool, model: Any, backend: str) -> bool:
+    """SFT packs examples when asked, unless the hf backend's attention cannot keep them apart."""
+    attn = str(getattr(getattr(model, "config", None), "_attn_implementation", "") or "")
+    if packing and backend == "hf" and not attn.startswith("flash"):
+        # Without FlashAttention packed examples would attend to each other (and on the CPU the full
+        # 2048x2048 masks make every step slow): Unsloth turns packing off in this case too.
+        packing = False
+        console.print(
+            f"[dim]sft: packing off ({attn or 'this'} attention cannot keep packed examples apart)[/]"
+        )
+    return packing
 
 
 def write_train_png(run: RunDir, reward_names: list[str], cfg: Config) -> str | None:
