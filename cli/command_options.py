@@ -1,4 +1,5 @@
-"""The options of `grpo eval`, `export`, `chat` and `serve`, declared once (:func:`cli.settings.setting`).
+"""The options of `grpo eval`, `export`, `chat`, `serve` and of `grpo grpo`'s launcher, declared once
+(:func:`cli.settings.setting`).
 
 They are not part of the run's config (nothing here is saved in <run>/config.yaml): a field's default is
 the flag's default, its type the flag's type, its bounds the option's ``min``/``max``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.config import SCALE
 from cli.settings import setting
 
 MERGED_KINDS = ("16bit", "4bit")  # `grpo export --merged`
@@ -152,4 +154,36 @@ class ServeOptions:
     gpu_memory_utilization: float = setting(
         0.9, help="Share of each GPU vLLM may take.", flag="--gpu-memory-utilization", panel=SERVER,
         ge=0.05, le=0.99,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """`grpo grpo`'s launcher flags; :class:`cli.distributed.Plan` adds what they mean."""
+
+    gpus: int = setting(
+        1,
+        help="Processes on this node, one per GPU: >1 relaunches under `accelerate launch` (hf backend).",
+        flag="--gpus",
+        panel=SCALE,
+        ge=1,
+    )  # with --cpu: CPU processes
+    num_nodes: int = setting(
+        1, help="Machines taking part (run the command on each).", flag="--num-nodes", panel=SCALE, ge=1
+    )
+    node_rank: int = setting(
+        0, help="This machine's index, 0..num-nodes-1.", flag="--node-rank", panel=SCALE, ge=0
+    )
+    main_address: str | None = setting(
+        None, help="HOST:PORT of node 0 (with --num-nodes > 1).", flag="--main-address", panel=SCALE
+    )
+    deepspeed: str | None = setting(
+        None, help="Shard with DeepSpeed: zero2 or zero3 (needs deepspeed).", flag="--deepspeed", panel=SCALE
+    )  # checked by cli.distributed.check_plan, with its own message
+    fsdp: bool = setting(
+        False, help="Shard with PyTorch FSDP2 instead of plain data parallel.", flag="--fsdp", panel=SCALE
+    )
+    cpu: bool = setting(
+        False, help="Run the --gpus N processes on the CPU over gloo (tests the path).", flag="--cpu",
+        panel=SCALE,
     )  # fmt: skip

@@ -30,10 +30,10 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli.command_options import LaunchOptions
 from cli.common import GrpoError
 from cli.ranks import LAUNCHED_ENV, launched
 
@@ -70,17 +70,9 @@ def one_gpu_per_process() -> str | None:
     )
 
 
-@dataclass
-class Plan:
-    """How `grpo grpo` spreads over processes (the launcher flags)."""
-
-    gpus: int = 1  # processes on this node, one per GPU (with cpu: CPU processes)
-    num_nodes: int = 1
-    node_rank: int = 0
-    main_address: str | None = None  # HOST:PORT of node 0 (several nodes)
-    deepspeed: str | None = None  # zero2 | zero3
-    fsdp: bool = False
-    cpu: bool = False
+class Plan(LaunchOptions):
+    """How `grpo grpo` spreads over processes: the launcher flags (declared in :class:`LaunchOptions`)
+    and what they mean."""
 
     @property
     def world(self) -> int:

@@ -8,8 +8,8 @@ Writes nothing (a fresh `--model tiny` tokenizer is built in memory).
 Example: grpo doctor --run runs/demo
 
 Long because: every check (packages, GPU, reward core, prompt, rewards, the run's format contract) is a
-small function beside the command that shows them; ``doctor`` itself (120 lines, still in
-tools/check_structure.py's ratchet list) is the part still to split.
+small function beside the command, and each table it shows (packages, hardware, format contract,
+checks) one more.
 """
 
 from __future__ import annotations
@@ -258,11 +258,27 @@ def doctor(
                      "installed-but-broken packages, e.g. a torchvision that does not match torch)."),
     ] = False,
 ) -> None:
-    import platform
+    checks: list[Check] = []
+    rundir, cfg = _run_and_config(run, config, dry_run, preset, model, checks)
+    run_path = rundir.path if rundir.path.is_dir() else None
+    tinfo = _packages_table(imports, checks)
+    _hardware_table(tinfo)
+    core_check, rewards_module = reward_core_check()
+    checks.append(core_check)
+    _format_checks(rewards_module, cfg, run_path, checks)
+    _checks_table(checks)
 
-    from rich.markup import escape
-    from rich.table import Table
 
+def _run_and_config(
+    run: Path | None,
+    config: Path | None,
+    dry_run: bool,
+    preset: str | None,
+    model: str | None,
+    checks: list[Check],
+) -> tuple[RunDir, Config]:
+    """The run directory (--run, else runs/default) and its config, or the defaults when py_rewards
+    cannot validate one (a failed check)."""
     from cli.common import DEFAULT_RUN
     from cli.rundir import RunDir, resolve_config
 
@@ -272,7 +288,6 @@ def doctor(
             rundir.require(rundir.path, "data")  # "no run directory at …: start a run with grpo prep"
     else:
         rundir = RunDir(DEFAULT_RUN)
-    checks: list[Check] = []
     try:
         cfg = resolve_config(rundir, preset=preset, config_file=config, overrides={"model": model},
                              dry_run=dry_run)
@@ -283,9 +298,15 @@ def doctor(
 
         cfg = Config()
         checks.append(Check("config", False, f"cannot validate without py_rewards ({exc}); using defaults"))
-    run_path = rundir.path if rundir.path.is_dir() else None
+    return rundir, cfg
 
-    # ---- versions -----------------------------------------------------------------------------
+
+def _packages_table(imports: bool, checks: list[Check]) -> dict[str, Any]:
+    """The versions table (with --imports, whether each imports); returns :func:`torch_info`."""
+    import platform
+
+    from rich.table import Table
+
     versions = Table(title="packages", title_justify="left")
     versions.add_column("package", style="bold")
     versions.add_column("version")
@@ -316,6 +337,11 @@ def doctor(
     else:
         versions.add_row("CUDA (torch build)", str(tinfo.get("cuda_build")), *([""] if imports else []))
     console.print(versions)
+    return tinfo
+
+
+def _hardware_table(tinfo: dict[str, Any]) -> None:
+    from rich.table import Table
 
     gpus = tinfo.get("gpus") or []
     hw = Table(title="hardware", title_justify="left", show_header=False)
@@ -329,26 +355,32 @@ def doctor(
     hw.add_row("CPU cores", f"{os.cpu_count()} (torch threads {tinfo.get('cpu_threads', '?')})")
     console.print(hw)
 
-    # ---- reward core ----------------------------------------------------------------------------
-    core_check, rewards_module = reward_core_check()
-    checks.append(core_check)
 
-    # ---- format contract round trip -------------------------------------------------------------
+def _format_checks(rewards_module: Any, cfg: Config, run_path: Path | None, checks: list[Check]) -> None:
+    """The format contract round trip: the generation prompt, the rewards' scores, the run's stages."""
+    from cli.rundir import RunDir
+
     if rewards_module is None:
         checks.append(Check("rewards", False, "neither py_rewards nor py_rewards.reference can be imported"))
-    else:
-        spec = module_spec(rewards_module, cfg)
-        console.print(f"[bold]format contract[/] {spec.name} (sha256 {spec.contract_hash()[:12]}…), "
-                      f"model {cfg.model}")
-        try:
-            _prompt_checks(cfg, spec, run_path, checks)
-        except Exception as exc:  # noqa: BLE001 - a tokenizer that cannot load is a failed check
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            checks.append(Check("tokenizer", False, f"{type(exc).__name__}: {msg}" if not isinstance(
-                exc, GrpoError) else msg))
-        _score_table(rewards_module, cfg, spec, checks)
-        if run_path is not None:
-            _manifest_check(RunDir(run_path), spec, checks)
+        return
+    spec = module_spec(rewards_module, cfg)
+    console.print(f"[bold]format contract[/] {spec.name} (sha256 {spec.contract_hash()[:12]}…), "
+                  f"model {cfg.model}")
+    try:
+        _prompt_checks(cfg, spec, run_path, checks)
+    except Exception as exc:  # noqa: BLE001 - a tokenizer that cannot load is a failed check
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        checks.append(Check("tokenizer", False, f"{type(exc).__name__}: {msg}" if not isinstance(
+            exc, GrpoError) else msg))
+    _score_table(rewards_module, cfg, spec, checks)
+    if run_path is not None:
+        _manifest_check(RunDir(run_path), spec, checks)
+
+
+def _checks_table(checks: list[Check]) -> None:
+    """Every check in one table; exit 1 when one failed."""
+    from rich.markup import escape
+    from rich.table import Table
 
     table = Table(title="checks", title_justify="left")
     table.add_column("check", style="bold")

@@ -24,10 +24,10 @@ import typer
 from cli import distributed, ranks
 from cli.commands.sft import check_model_unchanged
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, PresetOpt, RunOpt, err_console
-from cli.config import LOG, SCALE, TRAIN, Config
+from cli.config import LOG, TRAIN, Config
 from cli.distributed import Plan
 from cli.errors import handle_errors
-from cli.options import config_options
+from cli.options import config_options, typed_options
 from cli.rundir import RunDir, resolve_config
 
 # The config keys `grpo grpo` takes as flags (flag, help, bounds and panel are declared in cli/config.py).
@@ -40,6 +40,7 @@ FLAGS = (
 
 @handle_errors
 @config_options(*FLAGS)
+@typed_options(Plan)  # the launcher flags (cli/command_options.py: LaunchOptions)
 def grpo(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
@@ -63,59 +64,8 @@ def grpo(
             rich_help_panel=LOG,
         ),
     ] = False,
-    gpus: Annotated[
-        int,
-        typer.Option(
-            "--gpus",
-            min=1,
-            help="Processes on this node, one per GPU: >1 relaunches under `accelerate launch` (hf backend).",
-            rich_help_panel=SCALE,
-        ),
-    ] = 1,
-    num_nodes: Annotated[
-        int,
-        typer.Option(
-            "--num-nodes",
-            min=1,
-            help="Machines taking part (run the command on each).",
-            rich_help_panel=SCALE,
-        ),
-    ] = 1,
-    node_rank: Annotated[
-        int,
-        typer.Option(
-            "--node-rank", min=0, help="This machine's index, 0..num-nodes-1.", rich_help_panel=SCALE
-        ),
-    ] = 0,
-    main_address: Annotated[
-        str | None,
-        typer.Option(
-            "--main-address", help="HOST:PORT of node 0 (with --num-nodes > 1).", rich_help_panel=SCALE
-        ),
-    ] = None,
-    deepspeed: Annotated[
-        str | None,
-        typer.Option(
-            "--deepspeed",
-            help="Shard with DeepSpeed: zero2 or zero3 (needs deepspeed).",
-            rich_help_panel=SCALE,
-        ),
-    ] = None,
-    fsdp: Annotated[
-        bool,
-        typer.Option(
-            "--fsdp", help="Shard with PyTorch FSDP2 instead of plain data parallel.", rich_help_panel=SCALE
-        ),
-    ] = False,
-    cpu: Annotated[
-        bool,
-        typer.Option(
-            "--cpu",
-            help="Run the --gpus N processes on the CPU over gloo (tests the path).",
-            rich_help_panel=SCALE,
-        ),
-    ] = False,
     *,
+    opts: Plan,
     overrides: dict[str, Any],
 ) -> None:
     from cli.training import grpo_setup
@@ -123,7 +73,7 @@ def grpo(
     rd = RunDir(run)
     check_model_unchanged(rd, overrides.get("model"))
     cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
-    plan = Plan(gpus, num_nodes, node_rank, main_address, deepspeed, fsdp, cpu)
+    plan = opts
     child = ranks.launched()
     if not plan.node_rank:  # one writer per run directory; the other nodes of --num-nodes share node 0's
         rd.hold("grpo grpo")  # before anything is said or written

@@ -5,8 +5,8 @@ GRPO lr 5e-6, warmup_ratio 0.1, linear schedule, weight decay 0.001, temperature
 Both stages train a LoRA; GRPO continues the run's SFT adapter when there is one.
 
 Long because: both stages build their trainer arguments from :func:`_common_args` and the vLLM choices
-kept here; ``run_grpo`` (180 lines, still in tools/check_structure.py's ratchet list) is the part still
-to split, and the file may then fit.
+kept here, and ``run_grpo``'s named steps follow it (the GRPOConfig arguments, the announcement, the
+trainer's instruments, the train/resume call, the summary).
 """
 
 from __future__ import annotations
@@ -95,15 +95,7 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     )
     if cfg.lora.dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
-    packing = s.packing
-    attn = str(getattr(getattr(model, "config", None), "_attn_implementation", "") or "")
-    if packing and backend == "hf" and not attn.startswith("flash"):
-        # Without FlashAttention packed examples would attend to each other (and on the CPU the full
-        # 2048x2048 masks make every step slow): Unsloth turns packing off in this case too.
-        packing = False
-        console.print(
-            f"[dim]sft: packing off ({attn or 'this'} attention cannot keep packed examples apart)[/]"
-        )
+    packing = _packing(s.packing, model, backend)
     args = SFTConfig(
         **_common_args(cfg, s, model, run.sft_dir / "checkpoints", steps, backend),
         per_device_train_batch_size=s.batch_size,
@@ -153,6 +145,19 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     return summary
 
 
+def _packing(packing: bool, model: Any, backend: str) -> bool:
+    """SFT packs examples when asked, unless the hf backend's attention cannot keep them apart."""
+    attn = str(getattr(getattr(model, "config", None), "_attn_implementation", "") or "")
+    if packing and backend == "hf" and not attn.startswith("flash"):
+        # Without FlashAttention packed examples would attend to each other (and on the CPU the full
+        # 2048x2048 masks make every step slow): Unsloth turns packing off in this case too.
+        packing = False
+        console.print(
+            f"[dim]sft: packing off ({attn or 'this'} attention cannot keep packed examples apart)[/]"
+        )
+    return packing
+
+
 def write_train_png(run: RunDir, reward_names: list[str], cfg: Config) -> str | None:
     """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib."""
     from cli.atomic import atomic_write_bytes
@@ -188,7 +193,7 @@ def _last(trainer: Any, key: str) -> float | None:
 def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
     """Train GRPO with what :func:`cli.training.grpo_setup.prepare` decided."""
     backend, rewards, use_vllm = setup.backend, setup.rewards, setup.use_vllm
-    resume, adapter, attempt, checkpoints = setup.resume, setup.adapter, setup.attempt, setup.checkpoints
+    resume, adapter = setup.resume, setup.adapter
     console.print(f"[dim]grpo: loading {backend}, {cfg.model} and the prompts…[/]")
     eager_on_cpu_for_tiny(cfg)
     backends.import_backend(backend, use_vllm=use_vllm)  # before TRL/transformers
@@ -212,25 +217,70 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
     )
     dataset, max_prompt, data_info = grpo_dataset(cfg, run, tokenizer)
     load_s = time.perf_counter() - t_load
-    max_completion = g.max_completion_length or (cfg.max_seq_length - max_prompt)
+    max_completion = _max_completion(cfg, max_prompt)
+    tracker = RewardTracker()
+    funcs = wrap_rewards(rewards, tracker, cfg.format_spec(), timeout=g.reward_timeout)
+    vllm_args = _rollout_args(cfg, tokenizer, setup, plan)
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    reporting = reporter_env(g.report_to, run)
+    args = GRPOConfig(**_grpo_args(cfg, model, setup, max_completion, vllm_args))
+    notes = [plan.describe() if plan else None, reporting]
+    _announce(cfg, setup, data_info, max_prompt, max_completion, notes)
+    trainer = GRPOTrainer(
+        model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
+    )
+    interrupt, memory, device_peak, live = _instrument(trainer, run, cfg, setup, tracker, plan)
+    start_step, stopped, train_s = _train_or_finish(trainer, model, g.max_steps, resume, interrupt)
+    device_peak.stop()
+    dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")
+    summary = _grpo_summary(
+        cfg, setup, trainer, live, memory, device_peak, plan, start_step=start_step, stopped=stopped,
+        max_completion=max_completion, max_prompt=max_prompt, data_info=data_info, train_s=train_s,
+        load_s=load_s, dest=dest,
+    )  # fmt: skip
+    run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **summary})
+    summary["plot"] = write_train_png(run, [r.name for r in rewards], cfg)
+    peak = memory_note(summary)
+    if stopped is not None:
+        return summary
+    console.print(
+        f"grpo done: {_steps(summary['steps'])} (attempt {setup.attempt}) in {train_s:.1f} s "
+        f"({summary['seconds_per_step']} s/step, first "
+        f"{summary['first_step_seconds']} s), rewards {100 * (summary['reward_share'] or 0):.2f}% of time"
+        f"{peak} → adapter {dest}" + (f", curves {summary['plot']}" if summary["plot"] else "")
+    )
+    return summary
+
+
+def _max_completion(cfg: Config, max_prompt: int) -> int:
+    """The completion budget: --max-completion-length, else what the longest prompt leaves."""
+    max_completion = cfg.grpo.max_completion_length or (cfg.max_seq_length - max_prompt)
     if max_completion <= 0:
         raise GrpoError(
             f"max_seq_length {cfg.max_seq_length} leaves no room for completions after prompts of "
             f"{max_prompt} tokens: raise max_seq_length or set --max-completion-length"
         )
-    tracker = RewardTracker()
-    funcs = wrap_rewards(rewards, tracker, cfg.format_spec(), timeout=g.reward_timeout)
-    vllm_args: dict[str, Any] = {}
-    if g.vllm_server:
-        vllm_args = _vllm_server_args(cfg, tokenizer)
-    elif use_vllm:
-        vllm_args = _vllm_args(cfg, tokenizer, backend, plan)
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
-    reporting = reporter_env(g.report_to, run)
-    args = GRPOConfig(
-        **_common_args(cfg, g, model, checkpoints, g.max_steps, backend),
-        per_device_train_batch_size=batch,
+    return max_completion
+
+
+def _rollout_args(cfg: Config, tokenizer: Any, setup: GrpoSetup, plan: VllmPlan | None) -> dict[str, Any]:
+    """The GRPOConfig arguments of the rollouts: a vLLM server, colocated vLLM, or none (generate)."""
+    if cfg.grpo.vllm_server:
+        return _vllm_server_args(cfg, tokenizer)
+    if setup.use_vllm:
+        return _vllm_args(cfg, tokenizer, setup.backend, plan)
+    return {}
+
+
+def _grpo_args(
+    cfg: Config, model: Any, setup: GrpoSetup, max_completion: int, vllm_args: dict[str, Any]
+) -> dict[str, Any]:
+    """TRL's GRPOConfig arguments (seed 000's objective and schedule, from the config)."""
+    g = cfg.grpo
+    return dict(
+        **_common_args(cfg, g, model, setup.checkpoints, g.max_steps, setup.backend),
+        per_device_train_batch_size=g.per_device_batch,
         gradient_accumulation_steps=g.grad_accum,
         num_generations=g.gens,
         max_completion_length=int(max_completion),
@@ -249,28 +299,43 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         mask_truncated_completions=bool(g.mask_truncated_completions),
         scale_rewards=g.scale_rewards,
         importance_sampling_level=g.importance_sampling_level,
-        reward_weights=[r.weight for r in rewards],
+        reward_weights=[r.weight for r in setup.rewards],
         max_grad_norm=g.max_grad_norm,
         report_to=g.report_to,
         **vllm_args,
     )
-    start = f"checkpoint {resume.name}" if resume else ("SFT adapter" if adapter else "fresh LoRA")
+
+
+def _announce(
+    cfg: Config,
+    setup: GrpoSetup,
+    data_info: dict[str, Any],
+    max_prompt: int,
+    max_completion: int,
+    notes: list[str | None],
+) -> None:
+    """The line saying what this GRPO run is about to do, then the vLLM/reporter notes."""
+    g, resume, batch = cfg.grpo, setup.resume, cfg.grpo.per_device_batch
+    start = f"checkpoint {resume.name}" if resume else ("SFT adapter" if setup.adapter else "fresh LoRA")
     console.print(
-        f"grpo: {data_info['prompts']} prompts (≤ {max_prompt} tokens) │ backend {backend}"
-        f"{vllm_note(g, use_vllm)}{world_note(batch)} │ G={g.gens} batch {batch} │ "
-        f"completions ≤ {max_completion} tokens │ lr {g.learning_rate:g} │ attempt {attempt}, "
+        f"grpo: {data_info['prompts']} prompts (≤ {max_prompt} tokens) │ backend {setup.backend}"
+        f"{vllm_note(g, setup.use_vllm)}{world_note(batch)} │ G={g.gens} batch {batch} │ "
+        f"completions ≤ {max_completion} tokens │ lr {g.learning_rate:g} │ attempt {setup.attempt}, "
         f"start: {start} │ rewards "
-        f"{', '.join(f'{r.name}×{r.weight:g}' for r in rewards)}",
+        f"{', '.join(f'{r.name}×{r.weight:g}' for r in setup.rewards)}",
         soft_wrap=True,
     )
-    for note in (plan.describe() if plan else None, reporting):
+    for note in notes:
         if note:
             console.print(f"grpo: {note}", soft_wrap=True)
     if setup.uses_dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
-    trainer = GRPOTrainer(
-        model=model, processing_class=tokenizer, reward_funcs=funcs, args=args, train_dataset=dataset
-    )
+
+
+def _instrument(
+    trainer: Any, run: RunDir, cfg: Config, setup: GrpoSetup, tracker: RewardTracker, plan: VllmPlan | None
+) -> tuple[Interrupt, PhaseMemory, DevicePeak, Any]:
+    """Quiet logs, atomic checkpoints, Ctrl-C, the memory probes and the live view on the trainer."""
     quiet_trainer(trainer)
     atomic_checkpoints(trainer)
     interrupt = Interrupt(abandon_rollouts=world_size() == 1)
@@ -280,54 +345,81 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
     live = make_callback(
         run,
         "grpo",
-        max_steps=g.max_steps,
+        max_steps=cfg.grpo.max_steps,
         tracker=tracker,
         interrupt=interrupt,
-        reward_names=[r.name for r in rewards],
+        reward_names=[r.name for r in setup.rewards],
         memory=memory,
         device_peak=device_peak,
         vllm_gib=plan.vllm_gib if plan else None,
-        attempt=attempt,
-        from_sft=adapter is not None or resume is not None,
+        attempt=setup.attempt,
+        from_sft=setup.adapter is not None or setup.resume is not None,
     )
     trainer.add_callback(live)
+    return interrupt, memory, device_peak, live
+
+
+def _train_or_finish(
+    trainer: Any, model: Any, max_steps: int, resume: Path | None, interrupt: Interrupt
+) -> tuple[int, Any, float]:
+    """Train (from ``resume`` when given) until --max-steps or a stop: (start step, the stop, seconds)."""
     start_step = 0
     if resume is not None:
         start_step = int(resume.name.rpartition("-")[2] or 0)
-        if start_step >= g.max_steps:
+        if start_step >= max_steps:
             err_console.print(
                 f"[yellow]note:[/] {resume.name} is already at step {start_step} ≥ --max-steps "
-                f"{g.max_steps}: nothing left to train (raise --max-steps)"
+                f"{max_steps}: nothing left to train (raise --max-steps)"
             )
     t0 = time.perf_counter()
     stopped = None
-    if resume is not None and start_step >= g.max_steps and not backends.sharded():
+    if resume is not None and start_step >= max_steps and not backends.sharded():
         # Nothing to train: the checkpoint's adapter is the result (the trainer would run one more step).
         backends.load_adapter_weights(model, resume)
         trainer.state.global_step = start_step
     else:
         stopped = train_until_stopped(trainer, resume=resume, interrupt=interrupt, stage="grpo")
-    train_s = time.perf_counter() - t0
-    device_peak.stop()
-    dest = backends.save_trained_adapter(trainer, model, tokenizer, run.grpo_dir / "adapter")
-    n = int(trainer.state.global_step) - start_step
+    return start_step, stopped, time.perf_counter() - t0
+
+
+def _grpo_summary(
+    cfg: Config,
+    setup: GrpoSetup,
+    trainer: Any,
+    live: Any,
+    memory: PhaseMemory,
+    device_peak: DevicePeak,
+    plan: VllmPlan | None,
+    *,
+    start_step: int,
+    stopped: Any,
+    max_completion: int,
+    max_prompt: int,
+    data_info: dict[str, Any],
+    train_s: float,
+    load_s: float,
+    dest: Path,
+) -> dict[str, Any]:
+    """What the GRPO stage records (metrics.jsonl's grpo_summary, the manifest)."""
+    g, rewards, resume, checkpoints = cfg.grpo, setup.rewards, setup.resume, setup.checkpoints
+    batch = g.per_device_batch
     global_batch = batch * world_size() * g.grad_accum
     times = live.step_times
     typical = live.typical_step()
     reward_total = sum(float(r.get("reward_seconds") or 0) for r in live.rows)
-    summary: dict[str, Any] = {
-        "backend": backend,
-        "vllm": use_vllm,
+    return {
+        "backend": setup.backend,
+        "vllm": setup.use_vllm,
         "vllm_server": g.vllm_server or None,
         "world_size": world_size(),
         # What accelerate really set up (MULTI_GPU = DDP, FSDP, DEEPSPEED, MULTI_CPU = gloo DDP, NO).
         "distributed_type": str(getattr(trainer.accelerator, "distributed_type", "NO")).rpartition(".")[2],
         "global_batch": global_batch,
         "samples_per_second": round(global_batch / typical, 3) if typical else None,
-        "from": "checkpoint" if resume else ("sft_adapter" if adapter else "base"),
-        "attempt": attempt,
+        "from": "checkpoint" if resume else ("sft_adapter" if setup.adapter else "base"),
+        "attempt": setup.attempt,
         "checkpoints": str(checkpoints),
-        "steps": n,
+        "steps": int(trainer.state.global_step) - start_step,
         "global_step": int(trainer.state.global_step),
         "gens": g.gens,
         "batch": batch,
@@ -353,18 +445,6 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
         "data": data_info,
         **stop_fields(stopped, checkpoints),
     }
-    run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **summary})
-    summary["plot"] = write_train_png(run, [r.name for r in rewards], cfg)
-    peak = memory_note(summary)
-    if stopped is not None:
-        return summary
-    console.print(
-        f"grpo done: {_steps(n)} (attempt {attempt}) in {train_s:.1f} s "
-        f"({summary['seconds_per_step']} s/step, first "
-        f"{summary['first_step_seconds']} s), rewards {100 * (summary['reward_share'] or 0):.2f}% of time"
-        f"{peak} → adapter {dest}" + (f", curves {summary['plot']}" if summary["plot"] else "")
-    )
-    return summary
 
 
 # The GRPO objective as the trainer really ran it (a backend may rewrite what it was given).
