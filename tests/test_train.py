@@ -9,13 +9,11 @@ must fail with one line before the training stack is even imported.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -272,73 +270,6 @@ def test_dry_run_prints_the_resolved_config(runner, tmp_path: Path) -> None:
 
 
 # ---- pieces -------------------------------------------------------------------------------------
-def test_torch_logprob_stand_in_matches_log_softmax() -> None:
-    """The CPU stand-in for TRL's Triton kernel: same log-probs/entropy, and gradients flow."""
-    import torch
-
-    from cli.training.backends import _TorchChunkedLogProb
-
-    torch.manual_seed(0)
-    hidden = torch.randn(7, 16, requires_grad=True)
-    weight = torch.randn(50, 16, requires_grad=True)
-    targets = torch.randint(0, 50, (7,))
-    lp, ent, lssp, mean, top1 = _TorchChunkedLogProb.apply(
-        hidden, weight, None, targets, 0.7, 4096, None, 1.0, ("log_probs", "entropy", "is_top1")
-    )
-    logits = (hidden @ weight.t()) / 0.7
-    ref = torch.log_softmax(logits, -1)
-    assert torch.allclose(lp, ref.gather(-1, targets[:, None]).squeeze(-1), atol=1e-5)
-    assert torch.allclose(ent, -(ref.exp() * ref).sum(-1), atol=1e-5)
-    assert lssp is None and mean is None
-    assert torch.equal(top1, logits.argmax(-1) == targets)
-    lp.sum().backward()
-    assert hidden.grad is not None and weight.grad is not None
-
-
-def test_latest_checkpoint_picks_the_highest_step(tmp_path: Path) -> None:
-    from cli.training.checkpoints import latest_checkpoint
-
-    assert latest_checkpoint(tmp_path / "none") is None
-    for n in (2, 10, 9):
-        (tmp_path / f"checkpoint-{n}").mkdir()
-        (tmp_path / f"checkpoint-{n}" / "adapter_model.safetensors").write_bytes(b"x")
-        (tmp_path / f"checkpoint-{n}" / "trainer_state.json").write_text("{}")
-    (tmp_path / "checkpoint-11").mkdir()  # no adapter inside: half-written, skipped
-    (tmp_path / "checkpoint-12").mkdir()  # an adapter but no trainer state: not whole, skipped
-    (tmp_path / "checkpoint-12" / "adapter_model.safetensors").write_bytes(b"x")
-    (tmp_path / ".checkpoint-13.partial").mkdir()  # a save in progress or killed: never a checkpoint
-    assert latest_checkpoint(tmp_path).name == "checkpoint-10"
-
-
-def test_live_view_row_and_hints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from cli.rundir import RunDir
-    from cli.training.live import HINT_LOSS_ZERO, HINT_ZERO_STD, make_callback
-    from cli.training.rewards import RewardTracker
-
-    run = RunDir(tmp_path / "run")
-    tracker = RewardTracker(seconds=0.01, format_hits=1, format_total=4)
-    live = make_callback(run, "grpo", max_steps=10, tracker=tracker, reward_names=["match_format_exactly"])
-    state = SimpleNamespace(global_step=1, max_steps=10, is_world_process_zero=True)
-    live.on_train_begin(None, state, None)
-    live.on_step_end(None, state, SimpleNamespace(should_save=False, should_training_stop=False))
-    logs = {
-        "loss": 0.0,
-        "reward": -3.0,
-        "reward_std": 0.0,
-        "frac_reward_zero_std": 1.0,
-        "rewards/match_format_exactly/mean": 0.75,
-        "completions/mean_length": 31.0,
-    }
-    live.on_log(None, state, None, logs=logs)
-    row = json.loads(run.metrics_path.read_text().splitlines()[0])
-    assert row["stage"] == "grpo" and row["step"] == 1 and row["format_hit_rate"] == 0.25
-    assert row["rewards/match_format_exactly/mean"] == 0.75 and row["reward_seconds"] == 0.01
-    assert row["eta_seconds"] is None  # no ETA from the first step alone: it carries the compile time
-    out = capsys.readouterr().out
-    assert "grpo 1/10" in out and "format 25%" in out
-    assert HINT_ZERO_STD in out and HINT_LOSS_ZERO in out
-
-
 def test_a_trained_run_keeps_its_model(runner, tmp_path: Path) -> None:
     run = tmp_path / "r"
     (run / "sft" / "adapter").mkdir(parents=True)
@@ -420,86 +351,3 @@ def _yaml(tmp_path: Path, value: int) -> Path:
     path = tmp_path / "c.yaml"
     path.write_text(f"sft: {{max_example_tokens: {value}}}\n")
     return path
-
-
-def _ckpt(folder: Path, step: int) -> Path:
-    path = folder / f"checkpoint-{step}"
-    path.mkdir(parents=True)
-    (path / "adapter_model.safetensors").write_bytes(b"x")
-    (path / "trainer_state.json").write_text("{}")
-    return path
-
-
-def test_attempts_keep_checkpoints_apart_and_resume_the_most_recent(tmp_path: Path) -> None:
-    from cli.common import GrpoError
-    from cli.training.checkpoints import plan_attempt
-
-    ckpts = tmp_path / "grpo" / "checkpoints"
-    with pytest.raises(GrpoError, match="no checkpoint"):
-        plan_attempt(ckpts, resume=True)
-    assert plan_attempt(ckpts, resume=False) == (1, ckpts / "attempt-1", None)
-    # Issue #15's run: an earlier attempt left checkpoint-16 (here in the flat layout of older runs), the
-    # next attempt was interrupted at step 4: --resume must continue that one, not checkpoint-16.
-    _ckpt(ckpts, 16)
-    n, folder, _ = plan_attempt(ckpts, resume=False)
-    assert (n, folder) == (2, ckpts / "attempt-2")
-    interrupted = _ckpt(folder, 4)
-    assert plan_attempt(ckpts, resume=True) == (2, folder, interrupted)
-    assert plan_attempt(ckpts, resume=False)[:2] == (3, ckpts / "attempt-3")
-    # A newer attempt that saved nothing is not silently skipped for an older one.
-    (ckpts / "attempt-3").mkdir()
-    with pytest.raises(GrpoError, match=r"most recent attempt \(3.*attempt 2 has one"):
-        plan_attempt(ckpts, resume=True)
-
-
-def test_eta_is_smoothed_and_never_jumps_tenfold(tmp_path: Path) -> None:
-    from cli.rundir import RunDir
-    from cli.training.live import make_callback
-
-    live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=100, quiet=True)
-    # A CPU run's step times: a slow first step (compiles), then completions of very different lengths.
-    times = [130.0, 4.2, 28.0, 3.1, 31.0, 2.5, 2.9, 40.0, 3.0, 3.3]
-    etas = []
-    for i, t in enumerate(times, start=1):
-        live.step_times.append(t)
-        etas.append(live.smoothed_eta(100 - i))
-    assert etas[0] is None  # nothing from the compiling first step alone
-    shown = [e for e in etas if e is not None]
-    for before, after in zip(shown, shown[1:], strict=False):
-        assert before / 2.5 <= after <= before * 2.5, shown
-
-
-def test_sft_on_a_set_without_worked_solutions_says_so(tmp_path: Path) -> None:
-    import pandas as pd
-
-    from cli.common import GrpoError
-    from cli.config import Config
-    from cli.models import build_tiny_tokenizer
-    from cli.rundir import RunDir
-    from cli.training.data import sft_dataset
-    from py_rewards.spec import get_spec
-
-    run = RunDir(tmp_path / "r")
-    run.data_dir.mkdir(parents=True)
-    # What `grpo prep dapo --source` wrote before issue #15: DAPO rows carry no solution at all.
-    pd.DataFrame(
-        {"question": ["q1", "q2"], "answer": ["1", "2"], "solution": pd.Series([None, None], dtype=object)}
-    ).to_parquet(run.data_dir / "train.parquet")
-    with pytest.raises(GrpoError, match="no worked solutions") as err:
-        sft_dataset(Config(), run, build_tiny_tokenizer(get_spec("seed000")))
-    assert "max_seq_length" not in str(err.value) and "grpo prep" in str(err.value)
-
-
-def test_zero_std_hint_after_sft_does_not_say_run_sft(tmp_path: Path, capsys) -> None:
-    from cli.rundir import RunDir
-    from cli.training.live import HINT_ZERO_STD, HINT_ZERO_STD_AFTER_SFT, make_callback
-
-    live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=5, from_sft=True, attempt=2)
-    state = SimpleNamespace(global_step=1, max_steps=5, is_world_process_zero=True)
-    live.on_train_begin(None, state, None)
-    live.on_step_end(None, state, SimpleNamespace(should_save=False, should_training_stop=False))
-    live.on_log(None, state, None, logs={"reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0})
-    out = capsys.readouterr().out
-    assert HINT_ZERO_STD_AFTER_SFT in out and HINT_ZERO_STD not in out and "`grpo sft` first" not in out
-    row = json.loads((tmp_path / "run" / "logs" / "metrics.jsonl").read_text())
-    assert row["attempt"] == 2
