@@ -129,11 +129,16 @@ def config_options(*keys: str) -> Callable[[F], F]:
 
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + list(generated.values())
         params.sort(key=_panel_rank)  # stable: a command's own options first within a panel
-        command.__signature__ = sig.replace(parameters=params, return_annotation=None)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command  # type: ignore[return-value]
+        return _with_parameters(command, sig, params)
 
     return decorate
+
+
+def _with_parameters(command: Any, sig: inspect.Signature, params: list[inspect.Parameter]) -> Any:
+    """``command`` as typer will read it: these parameters (and their annotations), no return type."""
+    command.__signature__ = sig.replace(parameters=params, return_annotation=None)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
 
 
 def typed_options(cls: type) -> Callable[[F], F]:
@@ -164,9 +169,7 @@ def typed_options(cls: type) -> Callable[[F], F]:
             return fn(*args, opts=cls(**values), **kwargs)
 
         params = own + list(generated.values())  # the command's own options first, then the fields'
-        command.__signature__ = sig.replace(parameters=params, return_annotation=None)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command  # type: ignore[return-value]
+        return _with_parameters(command, sig, params)
 
     return decorate
 

@@ -222,14 +222,11 @@ class PhaseMemory:
     def __init__(self) -> None:
         self.train_peak_bytes = 0
         self.train_extra_bytes = 0
-        self.gen_seconds = 0.0
         self._resident = 0
         self.phases: Any = None  # cli.training.phases.PhaseTimes once wrapped
 
     def wrap(self, trainer: Any) -> PhaseMemory:
         """Watch ``trainer``: memory around its generation batches, and the per-step phase clock."""
-        import time
-
         import torch
 
         from cli.training.phases import PhaseTimes
@@ -238,31 +235,29 @@ class PhaseMemory:
         if original is None:
             return self
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
+        def noted(*args: Any, **kwargs: Any) -> Any:
             out = original(*args, **kwargs)
-            self.gen_seconds += time.perf_counter() - t0
             if torch.cuda.is_available():
                 torch.cuda.reset_peak_memory_stats()
                 self._resident = int(torch.cuda.memory_allocated())
             return out
 
-        trainer._generate_and_score_completions = timed
+        trainer._generate_and_score_completions = noted
+        # The phase clock times the rollout (generation + scoring) among the other phases.
         self.phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer)
         return self
 
     def take_row(self, window: float) -> dict[str, Any]:
         """This step's memory and time figures for the live view's row (resets the per-step ones)."""
-        gen = self.take_gen_seconds()
-        row: dict[str, Any] = {
+        phases = self.phases.take() if self.phases is not None else {}
+        gen = phases.get("phase_rollout_s", 0.0)
+        return {
             "generation_seconds": round(gen, 4),
             "generation_share": round(gen / window, 4) if window > 0 else None,
             "train_peak_gib": self.train_peak_gib,
             "train_extra_gib": self.train_extra_gib,
+            **phases,
         }
-        if self.phases is not None:
-            row.update(self.phases.take())
-        return row
 
     def step_end(self) -> None:
         import torch
@@ -271,10 +266,6 @@ class PhaseMemory:
             peak = int(torch.cuda.max_memory_allocated())
             self.train_peak_bytes = max(self.train_peak_bytes, peak)
             self.train_extra_bytes = max(self.train_extra_bytes, peak - self._resident)
-
-    def take_gen_seconds(self) -> float:
-        out, self.gen_seconds = self.gen_seconds, 0.0
-        return out
 
     @property
     def train_peak_gib(self) -> float | None:

@@ -448,8 +448,15 @@ def _grpo_summary(
 
 
 # The GRPO objective as the trainer really ran it (a backend may rewrite what it was given).
-OBJECTIVE_KEYS: tuple[str, ...] = ("loss_type", "beta", "epsilon", "epsilon_high")
-OBJECTIVE_KEYS += ("mask_truncated_completions", "scale_rewards", "importance_sampling_level")
+OBJECTIVE_KEYS = (
+    "loss_type",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "mask_truncated_completions",
+    "scale_rewards",
+    "importance_sampling_level",
+)
 
 
 def vllm_note(g: Any, use_vllm: bool) -> str:
