@@ -4,8 +4,10 @@
 # (bench/passrate_filter.py: 8 samples per prompt from the SFT adapter, keep prompts solved sometimes but not
 # always) → GRPO with G=16, lr 5e-6, vLLM rollouts, for at most GRPO_SECONDS (SIGINT then) → grpo eval of SFT
 # and GRPO on the whole GSM8K test split in one call (paired) through vLLM.
-# Usage (GPU machine, repo root): DATA=/tmp/data [GRPO_SECONDS=600] [FILTER_LIMIT=4000] \
-#   bash bench/h200_learning_levers.sh RUN OUTDIR
+# Usage (GPU machine, repo root): DATA=/tmp/data [GRPO_SECONDS=600] [FILTER_LIMIT=4000] [GRPO_LR=5e-6] \
+#   [DEADLINE_FILE=F] bash bench/h200_learning_levers.sh RUN OUTDIR
+# DEADLINE_FILE: a file holding an epoch second; GRPO gets SIGINT when the clock passes it (read every 5 s,
+# so the stop can be moved while the stage runs). Without it, GRPO_SECONDS bounds the stage.
 set -uo pipefail
 run=${1:?usage: h200_learning_levers.sh RUN OUTDIR}; out=${2:?usage: h200_learning_levers.sh RUN OUTDIR}
 data=${DATA:?set DATA to a folder with GSM8K train.jsonl and test.jsonl}
@@ -27,13 +29,14 @@ grpo:
   gens: 16
   batch_size: 128           # 8 prompts x 16 completions per step
   max_steps: 1000
-  learning_rate: 5.0e-6
+  learning_rate: LR
   warmup_ratio: 0.02
   temperature: 1.0
   max_completion_length: 256
   save_steps: 50
   logging_steps: 1
 YAML
+sed -i "s/learning_rate: LR/learning_rate: ${GRPO_LR:-5.0e-6}/" "$run.yaml"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 stamp prep
@@ -50,15 +53,26 @@ python3 bench/passrate_filter.py --run "$run" --samples 8 --limit "${FILTER_LIMI
   || { tail -5 "$out/filter.log"; echo "filter failed: GRPO on the unfiltered prompts"; }
 tail -1 "$out/filter.log"
 stamp grpo
-timeout -s INT "${GRPO_SECONDS:-600}" python3 -m cli grpo --run "$run" --config "$run.yaml" --vllm on \
-  > "$out/grpo.log" 2>&1
+if [ -n "${DEADLINE_FILE:-}" ]; then
+  python3 -m cli grpo --run "$run" --config "$run.yaml" --vllm on > "$out/grpo.log" 2>&1 & gpid=$!
+  while kill -0 "$gpid" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$(cat "$DEADLINE_FILE" 2>/dev/null || echo 0)" ]; then kill -INT "$gpid"; break; fi
+    sleep 5
+  done
+  for _ in $(seq 90); do kill -0 "$gpid" 2>/dev/null || break; sleep 1; done  # Ctrl-C saves the adapter first
+  kill -KILL "$gpid" 2>/dev/null
+  wait "$gpid"
+else
+  timeout -s INT "${GRPO_SECONDS:-600}" python3 -m cli grpo --run "$run" --config "$run.yaml" --vllm on \
+    > "$out/grpo.log" 2>&1
+fi
 stamp "grpo exit $?"; grep -E '^(grpo (done|: vLLM)|error)' "$out/grpo.log" | tail -3
 if [ ! -d "$run/grpo/adapter" ]; then  # stopped before the stage wrote its adapter: take the last checkpoint
   last=$(ls -d "$run"/grpo/checkpoints/attempt-*/checkpoint-* 2>/dev/null | sort -t- -k3 -n | tail -1)
   [ -n "$last" ] && mkdir -p "$run/grpo/adapter" && cp "$last"/adapter_* "$run/grpo/adapter/" && echo "adapter from $last"
 fi
 stamp eval
-python3 -m cli eval --run "$run" --source "$data/test.jsonl" --models sft,grpo --max-new-tokens 256 \
+timeout 420 python3 -m cli eval --run "$run" --source "$data/test.jsonl" --models sft,grpo --max-new-tokens 256 \
   --engine vllm > "$out/eval.log" 2>&1; stamp "eval exit $?"
 tail -12 "$out/eval.log"
 cp "$run/logs/metrics.jsonl" "$out/metrics.jsonl"; cp "$run/eval/report.json" "$out/eval_report.json"
