@@ -43,7 +43,7 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets --features python -- -D warnings
-	$(PY) -m mypy.stubtest py_rewards._core --ignore-missing-stub
+	$(PY) -m mypy.stubtest py_rewards._core --ignore-missing-stub --mypy-config-file pyproject.toml
 
 fmt:
 	$(PY) -m ruff format cli py_rewards tests bench
