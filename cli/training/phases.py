@@ -11,7 +11,8 @@ so they are inclusive times, not a partition:
                  wake/sleep, prefill + decode), or the HF model's ``generate`` without vLLM;
 - ``decode``     the vLLM engine's own ``generate`` (prefill + decode of the whole generation batch);
 - ``wake_sleep`` vLLM standby: releasing and re-mapping the KV cache around each generation;
-- ``weight_sync`` handing the current weights to vLLM (Unsloth ``load_lora``, TRL's ``sync_weights``);
+- ``weight_sync`` handing the current weights to vLLM (Unsloth ``load_lora``, TRL's ``sync_weights``; the
+                 latter wakes vLLM's sleeping weights first, so it overlaps ``wake_sleep``);
 - ``rewards``    ``_calculate_rewards`` (all reward functions);
 - ``logprobs``   every ``_get_per_token_logps_and_entropies`` call (the old-policy pass in the rollout and
                  the forward of the loss);
