@@ -142,18 +142,44 @@ def plot(
     fig.savefig(png, dpi=110)
 
 
-def levers(root: Path, first: dict[str, list[dict]], png: Path | None) -> dict:
-    """Round 2 (pass-rate filter, G=16, lr 5e-6): SFT and GRPO scored in one eval call, paired."""
+def round_samples(root: Path) -> dict[str, list[dict]]:
     cps: dict[str, list[dict]] = {}
     for row in load(root / "eval_samples.jsonl.gz"):
         cps.setdefault(row["checkpoint"], []).append(row)
     if [r["question"] for r in cps["grpo"]] != [r["question"] for r in cps["sft"]]:
-        raise SystemExit("levers: prompts differ between SFT and GRPO")
+        raise SystemExit(f"{root}: prompts differ between SFT and GRPO")
+    return cps
+
+
+def levers(
+    root: Path,
+    first: dict[str, list[dict]],
+    png: Path | None,
+    *,
+    tag: str = "levers",
+    title: str = "Round 2 (pass-rate filter, G=16, lr 5e-6)",
+    against: dict[str, dict[str, list[dict]]] | None = None,
+) -> dict:
+    """A levers round (bench/h200_learning_levers.sh): SFT and GRPO scored in one eval call, paired; also
+    paired against round 1's SFT and against the GRPO checkpoints of earlier rounds (``against``: other
+    eval calls, so vLLM's call-to-call noise, measured in round 1's control row, is part of those)."""
+    cps = round_samples(root)
     out: dict = {
-        "checkpoints": {f"{k}_levers": summary(v) for k, v in cps.items()},
+        "checkpoints": {f"{k}_{tag}": summary(v) for k, v in cps.items()},
         "grpo_minus_sft": paired(cps["sft"], cps["grpo"]),
-        "grpo_levers_minus_round1_sft": paired(first["sft"], cps["grpo"]),
+        f"grpo_{tag}_minus_round1_sft": paired(first["sft"], cps["grpo"]),
         "filter": json.loads((root / "passrate.json").read_text()),
+    }
+    for name, other in (against or {}).items():
+        out[f"grpo_{tag}_minus_{name}_grpo"] = paired(other["grpo"], cps["grpo"])
+    b = [bool(r["correct"]) for r in cps["grpo"]]
+    a = [bool(r["correct"]) for r in cps["sft"]]
+    only_grpo = sum(y and not x for x, y in zip(a, b, strict=True))
+    only_sft = sum(x and not y for x, y in zip(a, b, strict=True))
+    out["discordant"] = {
+        "solved_only_after_grpo": only_grpo,
+        "solved_only_by_sft": only_sft,
+        "sign_test_p_two_sided": round(sign_test(only_grpo, only_sft), 5),
     }
     rows = curves(root / "metrics.jsonl")[-1]
 
@@ -168,7 +194,7 @@ def levers(root: Path, first: dict[str, list[dict]], png: Path | None) -> dict:
         **{f"first20_{k}": avg(k, head) for k in keys},
         **{f"last20_{k}": avg(k, tail) for k in keys},
     }
-    print("\nRound 2 (pass-rate filter, G=16, lr 5e-6):")
+    print(f"\n{title}:")
     for key, s in out["checkpoints"].items():
         print(
             f"| {key} | {s['format_pct']:.1f} [{s['format_ci95'][0]:.1f}, {s['format_ci95'][1]:.1f}] | "
@@ -176,17 +202,28 @@ def levers(root: Path, first: dict[str, list[dict]], png: Path | None) -> dict:
             f"{s['mean_reward']:.3f} [{s['mean_reward_ci95'][0]:.3f}, {s['mean_reward_ci95'][1]:.3f}] | "
             f"{s['mean_completion_tokens']:.0f} |"
         )
-    for label in ("grpo_minus_sft", "grpo_levers_minus_round1_sft"):
+    for label in [k for k in out if "_minus_" in k]:
         d = out[label]
         cells = [
             f"{d[k]['diff']:+.3f} [{d[k]['ci95'][0]:+.3f}, {d[k]['ci95'][1]:+.3f}]"
             for k in ("mean_reward", "accuracy", "format")
         ]
         print(f"| {label} | " + " | ".join(cells) + " |")
-    print(json.dumps(out["training"], indent=1))
+    print(json.dumps({**out["training"], **out["discordant"]}, indent=1))
     if png:
-        plot([rows], ["pass-rate filter, G=16, lr 5e-6"], png, per_step="128 completions = 8 prompts x G=16")
+        plot([rows], [title], png, per_step="128 completions = 8 prompts x G=16")
     return out
+
+
+def sign_test(k: int, m: int) -> float:
+    """Two-sided exact binomial sign test: k successes against m failures, p = 1/2."""
+    from math import comb
+
+    n = k + m
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(0, min(k, m) + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--png", type=Path)
     p.add_argument("--levers", type=Path, help="the second round's folder (bench/h200_learning_levers.sh)")
     p.add_argument("--levers-png", type=Path)
+    p.add_argument("--round3", type=Path, help="the third round's folder (whole pool, lr 1e-5)")
+    p.add_argument("--round3-png", type=Path)
     args = p.parse_args(argv)
     cps = checkpoints(args.root)
     result: dict = {"checkpoints": {k: summary(v) for k, v in cps.items()}, "vs_sft": {}}
@@ -254,6 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"SFT repeat: {same}/{len(first)} identical greedy completions across two vLLM eval calls")
     if args.levers:
         result["levers"] = levers(args.levers, cps, args.levers_png)
+    if args.round3:
+        earlier = {"round2": round_samples(args.levers)} if args.levers else {}
+        result["round3"] = levers(
+            args.round3,
+            cps,
+            args.round3_png,
+            tag="round3",
+            title="Round 3 (whole pool filtered, G=16, lr 1e-5)",
+            against=earlier,
+        )
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.png:

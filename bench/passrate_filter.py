@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=None, help="default: the run's GRPO budget")
     p.add_argument("--keep", choices=("mixed", "solved"), default="mixed")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.5)
-    p.add_argument("--max-num-seqs", type=int, default=1024, help="vLLM's concurrent sequences (default 1024)")
+    p.add_argument("--max-num-seqs", type=int, default=1024, help="vLLM max_num_seqs (default 1024)")
     p.add_argument("--limit", type=int, default=None, help="filter only the first N prompts (drop the rest)")
     args = p.parse_args(argv)
     sys.path.insert(0, str(REPO))
