@@ -190,7 +190,10 @@ class GRPOConfig:
     )
     importance_sampling_level: str = setting(
         "token",
-        help="Importance ratio per token (PPO/GRPO) or per sequence (GSPO: one length-normalised ratio).",
+        help=(
+            "Importance ratio per token (PPO/GRPO) or per sequence (GSPO: one length-normalised ratio; it"
+            " only differs off-policy, and one generation per step with one iteration is on-policy)."
+        ),
         choices=("token", "sequence"),
     )
     batch_size: int | None = setting(
