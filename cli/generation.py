@@ -97,8 +97,10 @@ def hf_sample(
         "num_return_sequences": sampling.n,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
-        "top_k": sampling.top_k or 0,  # transformers: 0 turns top-k off (None would mean the model's 50)
-        "min_p": sampling.min_p or None,
+        # Explicit values, as GRPO's rollouts pass them: None would mean the model's generation_config
+        # (Qwen3's: top_k 20, top_p 0.95). transformers: top_k 0 and min_p 0 are off.
+        "top_k": sampling.top_k or 0,
+        "min_p": sampling.min_p,
     }
     return _hf_decode(model, tokenizer, prompts, max_new_tokens, batch_size, progress, kwargs, sampling.n)
 
