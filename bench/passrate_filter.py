@@ -13,6 +13,13 @@ The run's ``data/train.parquet`` is replaced by the kept rows (the full table st
 and ``data/passrate.json``.
 
     python bench/passrate_filter.py --run runs/gemma --samples 8
+
+The product form of this script is `grpo filter` (cli/passrate.py, cli/vllm_generate.py ``sample_all``): it
+leaves train.parquet alone (SFT reads its worked solutions) and writes the kept rows to
+``data/grpo_prompts.parquet``, which `grpo grpo` trains on while it matches train.parquet; it seeds from
+the run's config and also samples through HF generate without a GPU. This script stays as it ran for
+rounds 2 and 3 of bench/learning-gpu.md (seed 0, train.parquet replaced), so that
+bench/h200_learning_levers.sh reproduces them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The options of `grpo eval`, `export`, `chat`, `serve` and of `grpo grpo`'s launcher, declared once
-(:func:`cli.settings.setting`).
+"""The options of `grpo filter`, `eval`, `export`, `chat`, `serve` and of `grpo grpo`'s launcher, declared
+once (:func:`cli.settings.setting`).
 
 They are not part of the run's config (nothing here is saved in <run>/config.yaml): a field's default is
 the flag's default, its type the flag's type, its bounds the option's ``min``/``max``.
@@ -24,9 +24,61 @@ from cli.settings import setting
 MERGED_KINDS = ("16bit", "4bit")  # `grpo export --merged`
 
 # Help panels.
-DATA, GENERATION, WHAT, VERIFY, MODEL, SERVER = (
-    "Data", "Generation", "What to export", "Verification", "Model", "Server"
+DATA, GENERATION, WHAT, VERIFY, MODEL, SERVER, KEEP = (
+    "Data", "Generation", "What to export", "Verification", "Model", "Server", "What to keep"
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    limit: int | None = setting(
+        None,
+        help="Sample only the first N prompts of train.parquet (the others are not kept).",
+        flag="--limit",
+        panel=DATA,
+        ge=1,
+    )
+    samples: int = setting(
+        8, help="Completions sampled per prompt (judge each prompt by this many).", flag="--samples",
+        panel=GENERATION, ge=1,
+    )  # fmt: skip
+    adapter: str = setting(
+        "sft",
+        help="Which adapter samples: sft, or grpo to filter again with the GRPO adapter.",
+        flag="--adapter",
+        panel=GENERATION,
+        choices=("sft", "grpo"),
+    )
+    keep: str = setting(
+        "mixed",
+        help="mixed: prompts solved by some samples but not all (their groups teach GRPO); "
+        "solved: every prompt solved at least once.",
+        flag="--keep",
+        panel=KEEP,
+        choices=("mixed", "solved"),
+    )
+    max_new_tokens: int | None = setting(
+        None,
+        help="Completion budget (default: the run's grpo.max_completion_length, as GRPO samples).",
+        flag="--max-new-tokens",
+        panel=GENERATION,
+        ge=1,
+    )
+    engine: str = setting(
+        "auto",
+        help="auto (vLLM when installed and a GPU is visible: every prompt at once), hf or vllm.",
+        flag="--engine",
+        panel=GENERATION,
+    )
+    batch_size: int = setting(
+        8, help="Prompts decoded together (hf engine).", flag="--batch-size", panel=GENERATION, ge=1
+    )
+    clear: bool = setting(
+        False,
+        help="Remove the filter (data/grpo_prompts.parquet, passrate.json): GRPO uses every prompt again.",
+        flag="--clear",
+        panel=KEEP,
+    )
 
 
 @dataclass(frozen=True)

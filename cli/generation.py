@@ -1,4 +1,5 @@
-"""Greedy generation: batched HF decoding, HF token streaming, and GGUF files through llama.cpp.
+"""Generation: batched HF decoding (greedy, or sampled n per prompt), HF token streaming, GGUF files
+through llama.cpp.
 
 Completions end at EOS (not included); :func:`token_agreement` compares two sets of greedy completions
 token by token (export verification).
@@ -56,32 +57,87 @@ def hf_generate(
     progress: Callable[[int], None] | None = None,
 ) -> list[Generation]:
     """Greedy, batched, left-padded decoding; completions end at EOS (not included)."""
+    greedy = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None,
+              "min_p": None}  # fmt: skip
+    groups = _hf_decode(model, tokenizer, prompts, max_new_tokens, batch_size, progress, greedy, 1)
+    return [group[0] for group in groups]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How :func:`hf_sample` (and :func:`cli.vllm_generate.sample_all`) draw ``n`` completions per prompt:
+    GRPO's rollout settings (``top_k`` 0: off, ``min_p`` 0: off), seeded."""
+
+    n: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    top_k: int = 0
+    seed: int = 0
+
+
+def hf_sample(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    sampling: Sampling,
+    *,
+    max_new_tokens: int,
+    batch_size: int = 8,
+    progress: Callable[[int], None] | None = None,
+) -> list[list[Generation]]:
+    """``sampling.n`` sampled completions of each prompt (grouped per prompt, in prompt order), batched
+    ``batch_size`` prompts at a time; completions end at EOS (not included)."""
+    import torch
+
+    torch.manual_seed(sampling.seed)
+    kwargs = {
+        "do_sample": True,
+        "num_beams": 1,
+        "num_return_sequences": sampling.n,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        # Explicit values, as GRPO's rollouts pass them: None would mean the model's generation_config
+        # (Qwen3's: top_k 20, top_p 0.95). transformers: top_k 0 and min_p 0 are off.
+        "top_k": sampling.top_k or 0,
+        "min_p": sampling.min_p,
+    }
+    return _hf_decode(model, tokenizer, prompts, max_new_tokens, batch_size, progress, kwargs, sampling.n)
+
+
+def _hf_decode(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    max_new_tokens: int,
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+    decoding: dict[str, Any],
+    n: int,
+) -> list[list[Generation]]:
+    """``model.generate`` over left-padded batches with ``decoding``'s arguments; ``n`` rows per prompt
+    (``num_return_sequences``: a prompt's rows are consecutive), grouped per prompt."""
     import torch
 
     device = next(model.parameters()).device
     eos = _eos_ids(tokenizer, model)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos[0] if eos else 0)
-    results: list[Generation] = []
+    results: list[list[Generation]] = []
     for start in range(0, len(prompts), max(1, batch_size)):
         batch = list(prompts[start : start + batch_size])
         enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         with torch.inference_mode():
             out = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                num_beams=1,
-                eos_token_id=eos or None,
-                pad_token_id=pad,
-                temperature=None,
-                top_p=None,
-                top_k=None,
-                min_p=None,
+                **enc, max_new_tokens=max_new_tokens, eos_token_id=eos or None, pad_token_id=pad, **decoding
             )
         width = enc["input_ids"].shape[1]
-        for prompt, row in zip(batch, out[:, width:].tolist(), strict=False):
-            ids = _trim(row, eos, pad)
-            results.append(Generation(prompt, tokenizer.decode(ids, skip_special_tokens=False), ids))
+        rows = out[:, width:].tolist()
+        for i, prompt in enumerate(batch):
+            group = []
+            for row in rows[i * n : (i + 1) * n]:
+                ids = _trim(row, eos, pad)
+                group.append(Generation(prompt, tokenizer.decode(ids, skip_special_tokens=False), ids))
+            results.append(group)
         if progress is not None:
             progress(len(batch))
     return results

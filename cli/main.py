@@ -13,6 +13,7 @@ import typer
 import cli
 from cli.commands import chat, doctor, export, grpo, prep, serve, sft
 from cli.commands import eval as eval_cmd
+from cli.commands import filter as filter_cmd
 
 
 def _no_flag_metavar() -> None:
@@ -37,7 +38,7 @@ _no_flag_metavar()
 
 app = typer.Typer(
     name="grpo",
-    help="Teach small LLMs to reason: prep → sft → grpo → export → chat, one run directory.",
+    help="Teach small LLMs to reason: prep → sft → (filter →) grpo → export → chat, one run directory.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -79,6 +80,7 @@ def _root(
 
 app.command("prep", help=prep.__doc__)(prep.prep)
 app.command("sft", help=sft.__doc__)(sft.sft)
+app.command("filter", help=filter_cmd.__doc__)(filter_cmd.filter_)
 app.command("grpo", help=grpo.__doc__)(grpo.grpo)
 app.command("export", help=export.__doc__)(export.export)
 app.command("chat", help=chat.__doc__)(chat.chat)

@@ -2,7 +2,9 @@
 
 ``data/train.parquet`` and ``data/eval.parquet`` hold ``question``, ``answer``, ``solution`` and
 ``prompt_tokens``; ``data/sft.parquet`` the stage-1 warm-up set; ``data/stats.json`` what prep did
-(``max_prompt_length``: the prompt cut). The rules prep applies and training must apply the same way
+(``max_prompt_length``: the prompt cut). ``data/grpo_prompts.parquet`` and ``data/passrate.json`` are
+`grpo filter`'s: the train prompts worth a GRPO group, which `grpo grpo` trains on while they are fresh.
+The rules prep applies and training must apply the same way
 live here too: the ``<think>`` strip of worked solutions and the SFT length cap (seed 000).
 """
 
@@ -57,6 +59,37 @@ def read_stats(run: RunDir) -> dict[str, Any]:
         return json.loads(path.read_text())
     except json.JSONDecodeError:
         raise GrpoError(f"{path} is corrupt: re-run `grpo prep`") from None
+
+
+FILTERED = "grpo_prompts.parquet"  # `grpo filter`'s kept rows of train.parquet (+ solved)
+PASSRATE = "passrate.json"  # what `grpo filter` did, with the sha256 of the train.parquet it filtered
+
+
+def train_sha256(run: RunDir) -> str:
+    """The sha256 of ``data/train.parquet``: prep's record in stats.json, else the file's own hash."""
+    from cli.atomic import file_sha256
+
+    recorded = ((read_stats(run).get("files") or {}).get("train") or {}).get("sha256")
+    return str(recorded) if recorded else file_sha256(run.data_dir / "train.parquet")
+
+
+def filtered_prompts(run: RunDir) -> tuple[dict[str, Any] | None, str | None]:
+    """``(passrate, note)``: `grpo filter`'s passrate.json when `grpo grpo` should train on ``data/FILTERED``;
+    else None and, when a filtered file is there but not used (stale, unreadable), why, in words."""
+    if not (run.data_dir / FILTERED).exists():
+        return None, None
+    redo = f"re-run `grpo filter --run {run.path}` (or `grpo filter --clear`)"
+    try:
+        info = json.loads((run.data_dir / PASSRATE).read_text())
+        recorded = str(info["train_sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, f"ignoring data/{FILTERED}: its data/{PASSRATE} is missing or unreadable; {redo}"
+    if recorded != train_sha256(run):
+        return None, (
+            f"ignoring data/{FILTERED}: it was filtered from another data/train.parquet (stale since "
+            f"the last `grpo prep`); training on all prompts: {redo}"
+        )
+    return info, None
 
 
 def eval_rows(run: RunDir, limit: int | None = None) -> list[dict[str, str]]:

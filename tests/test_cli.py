@@ -21,7 +21,7 @@ from helpers import dry_run
 from cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
-COMMANDS = ["prep", "sft", "grpo", "export", "chat", "eval", "serve", "doctor"]
+COMMANDS = ["prep", "sft", "filter", "grpo", "export", "chat", "eval", "serve", "doctor"]
 
 
 # ---- help, version, start-up -------------------------------------------------------------------
@@ -94,7 +94,7 @@ def test_help_imports_nothing_beyond_typer(args, typer_args):
 def test_no_flag_shows_a_bool_type_in_help(runner) -> None:
     from cli.main import app
 
-    for command in ([], ["prep"], ["sft"], ["grpo"], ["export"], ["chat"], ["eval"], ["doctor"]):
+    for command in ([], ["prep"], ["sft"], ["filter"], ["grpo"], ["export"], ["chat"], ["eval"], ["doctor"]):
         result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "160"})
         assert result.exit_code == 0, result.output
         assert "<bool>" not in result.output, command
@@ -103,7 +103,7 @@ def test_no_flag_shows_a_bool_type_in_help(runner) -> None:
 # ---- config resolution -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["sft", "grpo", "export", "chat", "eval", "serve"])
+@pytest.mark.parametrize("command", ["sft", "filter", "grpo", "export", "chat", "eval", "serve"])
 def test_every_stage_takes_config_and_dry_run(runner, tmp_path, command):
     # --config applies to every command and --dry-run prints the resolved config without touching the run.
     config = tmp_path / "c.yaml"

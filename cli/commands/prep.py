@@ -96,6 +96,7 @@ def _resolve(
 def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
     """Load, filter and write the dataset (and, for a GRPO set without worked solutions, the warm-up set)."""
     from cli import data_prep as dp
+    from cli import passrate
 
     pc = cfg.prep
     # ---- load + parse (before the tokenizer: a bad file fails in a second) -----------------------
@@ -142,6 +143,8 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
             # A warm-up set made for an earlier dataset of this run is not this one's.
             for name in ("sft.parquet", "sft_stats.json"):
                 (data_dir / name).unlink(missing_ok=True)
+        if ds.purpose == "grpo":  # `grpo filter` chose among the old train prompts: stale now
+            passrate.drop_stale(rundir)
         if warmup is not None:
             w_stats, w_path = _write(rundir, pc, dp.DATASETS[dp.WARMUP_DATASET], tokenizer, cfg, spec, warmup)
             w_stats["for_dataset"] = pc.dataset

@@ -1,6 +1,7 @@
 """Training data from the run directory (written by `grpo prep`).
 
-- GRPO: ``data/train.parquet`` (question, answer, solution, prompt_tokens) → conversational prompts
+- GRPO: ``data/train.parquet`` (question, answer, solution, prompt_tokens), or `grpo filter`'s kept rows of it
+  (``data/grpo_prompts.parquet``, while they are fresh) → conversational prompts
   (system + user from the format contract; TRL applies the chat template, whose generation prompt ends
   with the reasoning-start tag) and the gold ``answer`` column the rewards read.
 - SFT (seed 000 stage 1): ``data/sft.parquet`` (OpenMathReasoning-mini, when prepped) or else format
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
-from cli.run_data import read_stats, read_table, sft_length_cap, strip_think
+from cli.run_data import FILTERED, filtered_prompts, read_stats, read_table, sft_length_cap, strip_think
 from cli.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, di
     from datasets import Dataset
 
     spec = cfg.format_spec()
-    df = read_table(run, "train.parquet", ("question", "answer"))
+    df, prompts_from = _grpo_table(run)
     stats = read_stats(run)
     max_prompt = cfg.grpo.max_prompt_length or stats.get("max_prompt_length")
     if "prompt_tokens" in df.columns:
@@ -55,8 +56,27 @@ def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, di
         "prompts": len(rows),
         "dropped_long_prompts": len(df) - len(rows),
         "max_prompt_length": max_prompt,
+        "prompts_from": prompts_from,
     }
     return Dataset.from_list(rows), max_prompt, info
+
+
+def _grpo_table(run: RunDir) -> tuple[Any, str]:
+    """`grpo filter`'s kept prompts (data/grpo_prompts.parquet) while they are fresh, else train.parquet;
+    and which one, in words."""
+    from cli.training.console import console, err_console
+
+    passrate, note = filtered_prompts(run)
+    if note:
+        err_console.print(f"[yellow]note:[/] {note}")
+    if passrate is None:
+        return read_table(run, "train.parquet", ("question", "answer")), "train.parquet"
+    kept, total = passrate.get("kept", "?"), passrate.get("prompts", "?")
+    console.print(
+        f"[dim]grpo: on the {kept} prompts `grpo filter` kept of {total} (data/{FILTERED}); "
+        f"`grpo filter --clear --run {run.path}` trains on all of train.parquet again[/]"
+    )
+    return read_table(run, FILTERED, ("question", "answer")), f"grpo filter ({kept} of {total})"
 
 
 def _sft_messages(df: Any, spec: FormatSpec) -> tuple[list[list[dict[str, str]]], str]:
@@ -137,3 +157,4 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
         )
     info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
     return Dataset.from_list([{"text": t} for t in texts]), info
+
