@@ -157,4 +157,3 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
         )
     info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
     return Dataset.from_list([{"text": t} for t in texts]), info
-
