@@ -191,10 +191,21 @@ class GRPOConfig:
     importance_sampling_level: str = setting(
         "token",
         help=(
-            "Importance ratio per token (PPO/GRPO) or per sequence (GSPO: one length-normalised ratio; it"
-            " only differs off-policy, and one generation per step with one iteration is on-policy)."
+            "Importance ratio per token (PPO/GRPO) or per sequence (GSPO: one length-normalised ratio). The"
+            " two differ only off-policy: num_iterations > 1 or steps_per_generation > grad_accum."
         ),
         choices=("token", "sequence"),
+    )
+    # Off-policy knobs (TRL's names). One generation per optimizer step and one pass (the defaults, seed 000)
+    # is on-policy: the importance ratio is 1, the clip range and GSPO change nothing.
+    num_iterations: int = setting(
+        1, help="Optimizer passes over each generation batch (the GRPO paper's mu; >1 is off-policy).", ge=1
+    )
+    steps_per_generation: int | None = setting(
+        None,
+        help="Optimizer steps per rollout: one generation of batch x this many completions, used in slices "
+        "(default: grad_accum; the GSPO paper: 4).",
+        ge=1,
     )
     batch_size: int | None = setting(
         None,
@@ -264,6 +275,11 @@ class GRPOConfig:
     def per_device_batch(self) -> int:
         """Completions per device step: batch_size, else one prompt's group (gens)."""
         return self.batch_size or self.gens
+
+    @property
+    def rollout_steps(self) -> int:
+        """Per-device batches generated in one rollout (TRL's steps_per_generation, default grad_accum)."""
+        return self.steps_per_generation or self.grad_accum
 
 
 @dataclass

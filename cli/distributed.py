@@ -174,10 +174,10 @@ def suggest_batch(gens: int, world: int) -> int:
     return gens // math.gcd(gens, world)
 
 
-def check_batch(batch: int, gens: int, world: int, grad_accum: int = 1) -> None:
+def check_batch(batch: int, gens: int, world: int, rollout_steps: int = 1) -> None:
     """TRL scores whole groups: the completions of one generation round (per-device batch × world ×
-    gradient accumulation) must be a multiple of the group size."""
-    total = batch * world * grad_accum
+    steps_per_generation, which defaults to gradient accumulation) must be a multiple of the group size."""
+    total = batch * world * rollout_steps
     if total % gens:
         if world == 1:
             raise GrpoError(
@@ -187,7 +187,8 @@ def check_batch(batch: int, gens: int, world: int, grad_accum: int = 1) -> None:
         good = suggest_batch(gens, world)
         raise GrpoError(
             f"world size {world} × --batch-size {batch}"
-            f"{f' × grad-accum {grad_accum}' if grad_accum > 1 else ''} = {total} completions per step "
+            f"{f' × {rollout_steps} steps per generation' if rollout_steps > 1 else ''}"
+            f" = {total} completions per rollout "
             f"is not a multiple of --gens {gens}: TRL needs whole groups across the {world} processes; "
             f"use --batch-size {good} (or a multiple of it)"
         )

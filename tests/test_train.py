@@ -48,6 +48,8 @@ SEED000_OBJECTIVE = {
     "mask_truncated_completions": False,
     "scale_rewards": "group",
     "importance_sampling_level": "token",
+    "num_iterations": 1,
+    "steps_per_generation": 1,  # TRL's default: grad_accum (1): one generation per optimizer step, on-policy
 }
 
 
@@ -167,6 +169,34 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     dapo_paper = {"epsilon_high": 0.28, "mask_truncated_completions": True}
     assert summary["objective"] == {**SEED000_OBJECTIVE, **dapo_paper}
     assert manifest(run)["stages"]["grpo"]["backend"] == "hf"
+
+
+@pytest.mark.slow
+def test_gspo_off_policy_reuses_one_rollout(prepped: Path, tmp_path: Path) -> None:
+    """GSPO as TRL's docs give it: the sequence-level ratio, the paper's clip range, and the off-policy knobs
+    without which it equals GRPO. Two optimizer steps come from one rollout (steps_per_generation 2)."""
+    run = fresh_copy(prepped, tmp_path)
+    gspo = tmp_path / "gspo.yaml"
+    gspo.write_text(
+        "grpo:\n  importance_sampling_level: sequence\n  loss_type: grpo\n  epsilon: 3.0e-4\n"
+        "  epsilon_high: 4.0e-4\n  steps_per_generation: 2\n  num_iterations: 2\n"
+    )
+    args = ("--backend", "hf", "--gens", "2", "--max-steps", "3", "--max-completion-length", "16")
+    ok(grpo_cli("grpo", "--config", str(gspo), "--run", str(run), *args))
+    rows = [r for r in metrics(run) if r["stage"] == "grpo"]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    # Generation every steps_per_generation × num_iterations = 4 optimizer steps: only the first generates.
+    assert ["phase_generate_s" in r for r in rows] == [True, False, False], rows
+    summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
+    assert summary["objective"] == {
+        **SEED000_OBJECTIVE,
+        "loss_type": "grpo",
+        "epsilon": 3e-4,
+        "epsilon_high": 4e-4,
+        "importance_sampling_level": "sequence",
+        "num_iterations": 2,
+        "steps_per_generation": 2,
+    }
 
 
 @pytest.mark.slow

@@ -56,7 +56,7 @@ def prepare(rd: RunDir, cfg: Config, plan: Plan, *, resume: bool, allow_dora_mer
 
     g, child = cfg.grpo, ranks.launched()
     distributed.check_batch(
-        g.per_device_batch, g.gens, ranks.world_size() if child else plan.world, g.grad_accum
+        g.per_device_batch, g.gens, ranks.world_size() if child else plan.world, g.rollout_steps
     )
     check_reporter(g.report_to)
     reward_list = resolve_rewards(g.rewards, cfg.format_spec())

@@ -299,6 +299,8 @@ def _grpo_args(
         mask_truncated_completions=bool(g.mask_truncated_completions),
         scale_rewards=g.scale_rewards,
         importance_sampling_level=g.importance_sampling_level,
+        num_iterations=g.num_iterations,
+        **({"steps_per_generation": g.steps_per_generation} if g.steps_per_generation else {}),
         reward_weights=[r.weight for r in setup.rewards],
         max_grad_norm=g.max_grad_norm,
         report_to=g.report_to,
@@ -456,6 +458,8 @@ OBJECTIVE_KEYS = (
     "mask_truncated_completions",
     "scale_rewards",
     "importance_sampling_level",
+    "num_iterations",
+    "steps_per_generation",
 )
 
 
@@ -512,7 +516,7 @@ def _vllm_plan(cfg: Config, run: RunDir, batch: int) -> VllmPlan:
     return plan_vllm(
         g.gpu_memory_utilization,
         model_shape(resolve_model(cfg, run)),
-        sequences=batch * g.grad_accum,  # TRL generates steps_per_generation (= grad_accum) batches at once
+        sequences=batch * g.rollout_steps,  # TRL generates steps_per_generation batches at once
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_bytes=int(total),
