@@ -9,7 +9,7 @@ help:
 	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)]"
 	@echo "make test     - cargo tests of the reward core, then the whole pytest suite (what CI runs)"
 	@echo "make test-fast - pytest without the slow end-to-end runs (pytest -m 'not slow'): the dev loop"
-	@echo "make lint     - ruff, mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
+	@echo "make lint     - ruff (check + format), mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
 	@echo "make bench    - reward-engine benchmark (bench/bench_rewards.py), outside the test run"
 	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
 	@echo "make demo     - the whole chain on the CPU: prep -> sft -> grpo -> export -> chat"
@@ -38,6 +38,7 @@ test-fast:
 
 lint:
 	$(PY) -m ruff check cli py_rewards tests bench tools
+	$(PY) -m ruff format --check cli py_rewards tests bench tools
 	$(PY) -m mypy
 	$(PY) tools/check_structure.py
 	cargo fmt --all -- --check

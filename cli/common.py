@@ -22,6 +22,7 @@ err_console = Console(stderr=True, highlight=False, width=_WIDTH)
 
 DEFAULT_RUN = Path(os.environ.get("GRPO_RUN", "runs/default"))
 
+
 class GrpoError(Exception):
     """A failure the user can act on; printed as one line, exit code ``code``."""
 
@@ -49,8 +50,11 @@ RunOpt = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="YAML config file; flags given on the command line override it.",
-                 rich_help_panel=RUN_PANEL),
+    typer.Option(
+        "--config",
+        help="YAML config file; flags given on the command line override it.",
+        rich_help_panel=RUN_PANEL,
+    ),
 ]
 DryRunOpt = Annotated[
     bool,
@@ -58,17 +62,26 @@ DryRunOpt = Annotated[
 ]
 PresetOpt = Annotated[
     str | None,
-    typer.Option("--preset", help="Seed preset: qwen3-4b (seed 000), llama3.2-3b (001), qwen3-8b (003).",
-                 rich_help_panel=RUN_PANEL),
+    typer.Option(
+        "--preset",
+        help="Seed preset: qwen3-4b (seed 000), llama3.2-3b (001), qwen3-8b (003).",
+        rich_help_panel=RUN_PANEL,
+    ),
 ]
 ModelOpt = Annotated[
     str | None,
-    typer.Option("--model", help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or "
-                 "'gemma3-270m' (offline from PyPI). Remembered by the run.", rich_help_panel="Model"),
+    typer.Option(
+        "--model",
+        help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or "
+        "'gemma3-270m' (offline from PyPI). Remembered by the run.",
+        rich_help_panel="Model",
+    ),
 ]
 BackendOpt = Annotated[
     str | None,
-    typer.Option("--backend", help="unsloth (default when importable) or hf (transformers + peft + TRL).",
-                 rich_help_panel="Model"),
+    typer.Option(
+        "--backend",
+        help="unsloth (default when importable) or hf (transformers + peft + TRL).",
+        rich_help_panel="Model",
+    ),
 ]
-

@@ -48,8 +48,15 @@ SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
 # Columns any schema below reads; everything else is dropped at load time (OpenR1 rows carry
 # whole generations we never use).
 USEFUL_COLUMNS = (
-    "question", "answer", "problem", "solution", "expected_answer", "generated_solution",
-    "prompt", "reward_model", "ability",
+    "question",
+    "answer",
+    "problem",
+    "solution",
+    "expected_answer",
+    "generated_solution",
+    "prompt",
+    "reward_model",
+    "ability",
 )
 
 SUPPORTED_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
@@ -76,8 +83,14 @@ DATASETS: dict[str, HubDataset] = {
     "math": HubDataset("math", "HuggingFaceH4/MATH-500", None, "test", sample="math500.jsonl"),
     # Seed 000 Stage 1: the SFT format warm-up set.
     # Offline: GSM8K's worked solutions (numeric answers) stand in (no OpenMathReasoning sample is public).
-    "openmath-mini": HubDataset("openmath-mini", "unsloth/OpenMathReasoning-mini", None, "cot", purpose="sft",
-                                sample="gsm8k_train.jsonl"),
+    "openmath-mini": HubDataset(
+        "openmath-mini",
+        "unsloth/OpenMathReasoning-mini",
+        None,
+        "cot",
+        purpose="sft",
+        sample="gsm8k_train.jsonl",
+    ),
     # Seed 001.
     "openr1": HubDataset("openr1", "open-r1/OpenR1-Math-220k", None, "train"),
 }
@@ -92,6 +105,7 @@ def dataset_names() -> str:
 
 
 # ---- loading -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Loaded:
@@ -248,21 +262,30 @@ def load_hub(ds: HubDataset, split: str | None = None, limit: int | None = None)
     try:
         import datasets
     except ImportError as exc:
-        raise GrpoError(f"loading {ds.repo} from the hub needs the 'datasets' package ({exc}); "
-                        "pip install datasets, or pass --source FILE") from None
+        raise GrpoError(
+            f"loading {ds.repo} from the hub needs the 'datasets' package ({exc}); "
+            "pip install datasets, or pass --source FILE"
+        ) from None
     hub_split = f"{split}[:{limit}]" if limit is not None else split
     with offline_unless_reachable() as offline:
         try:
             dataset = datasets.load_dataset(ds.repo, ds.config, split=hub_split)
         except Exception as exc:  # noqa: BLE001 - any hub/cache failure becomes one line
-            reason = "hub not reachable and not in the local cache" if offline else (
-                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            reason = (
+                "hub not reachable and not in the local cache"
+                if offline
+                else (str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            )
             raise HubUnavailable(f"cannot load {ds.repo} ({reason})") from None
     keep = [c for c in dataset.column_names if c in USEFUL_COLUMNS]
     dataset = dataset.select_columns(keep)
     records = dataset.to_list()
-    return Loaded(records, f"hub:{ds.repo}" + (f"/{ds.config}" if ds.config else "") + f"[{split}]",
-                  rows_read=len(records), fingerprint=getattr(dataset, "_fingerprint", None))
+    return Loaded(
+        records,
+        f"hub:{ds.repo}" + (f"/{ds.config}" if ds.config else "") + f"[{split}]",
+        rows_read=len(records),
+        fingerprint=getattr(dataset, "_fingerprint", None),
+    )
 
 
 class HubUnavailable(GrpoError):
@@ -278,6 +301,7 @@ def load_bundled(ds: HubDataset, limit: int | None = None) -> Loaded:
 
 
 # ---- parsing -------------------------------------------------------------------------------------
+
 
 class BadRow(Exception):
     """A row that cannot be used; the message is the reason it is counted under."""
@@ -343,7 +367,7 @@ def last_boxed(text: str) -> str | None:
         elif text[j] == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1:j].strip()
+                return text[i + 1 : j].strip()
     return None
 
 
@@ -549,6 +573,7 @@ def parse_records(records: Iterable[Any], schema: str) -> Parsed:
 
 # ---- filters and splits --------------------------------------------------------------------------
 
+
 def numeric_mask(answers: Sequence[str]) -> Any:
     """Seed 000: ``pd.to_numeric(answers, errors="coerce").notnull()`` as a numpy bool array."""
     import numpy as np
@@ -602,22 +627,28 @@ def prompt_lengths(tokenizer: Any, spec: FormatSpec, questions: Sequence[str], b
     """
     out: list[int] = []
     for i in range(0, len(questions), batch):
-        convs = [spec.messages(q) for q in questions[i:i + batch]]
+        convs = [spec.messages(q) for q in questions[i : i + batch]]
         texts = tokenizer.apply_chat_template(convs, add_generation_prompt=True, tokenize=False)
         enc = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
         out.extend(len(ids) for ids in enc)
     return out
 
 
-def conversation_lengths(tokenizer: Any, spec: FormatSpec, questions: Sequence[str], answers: Sequence[str],
-                         solutions: Sequence[str | None], batch: int = 256) -> list[int]:
+def conversation_lengths(
+    tokenizer: Any,
+    spec: FormatSpec,
+    questions: Sequence[str],
+    answers: Sequence[str],
+    solutions: Sequence[str | None],
+    batch: int = 256,
+) -> list[int]:
     """Token length of whole SFT conversations (seed 000 ``format_row``; capped at max_seq_length // 2)."""
     out: list[int] = []
     for i in range(0, len(questions), batch):
         convs = [
             [*spec.messages(q), {"role": "assistant", "content": spec.render_completion(s or "", a)}]
             for q, a, s in zip(
-                questions[i:i + batch], answers[i:i + batch], solutions[i:i + batch], strict=True
+                questions[i : i + batch], answers[i : i + batch], solutions[i : i + batch], strict=True
             )
         ]
         texts = tokenizer.apply_chat_template(convs, tokenize=False)

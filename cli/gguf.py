@@ -144,7 +144,6 @@ def convert_many(
     return [ConvertResult(f, fallback, log) for f, _ in jobs]
 
 
-
 def fallback_pre_tokenizer(hf_dir: Path) -> str:
     """The llama.cpp pre-tokenizer for a BPE tokenizer the converter does not recognise.
 
@@ -301,7 +300,9 @@ def quantize_file(src: str, dst: str, qtype: str) -> dict[str, int]:
     writer = GGUFWriter(dst, arch)
     for kv in reader.fields.values():
         if kv.name.startswith("GGUF.") or kv.name in (
-            "general.architecture", "general.file_type", "general.quantization_version"
+            "general.architecture",
+            "general.file_type",
+            "general.quantization_version",
         ):
             continue
         vtype = kv.types[0]

@@ -177,8 +177,10 @@ def _lib() -> tuple[Any, Any]:
         raise GrpoError("llama.cpp needs cffi: pip install 'grpo[gguf]'") from None
     found = version()
     if found and found != XLLAMACPP_VERSION:
-        raise GrpoError(f"xllamacpp {found} is installed; this grpo was written against {XLLAMACPP_VERSION} "
-                        f"(its struct layouts): pip install 'xllamacpp=={XLLAMACPP_VERSION}'")
+        raise GrpoError(
+            f"xllamacpp {found} is installed; this grpo was written against {XLLAMACPP_VERSION} "
+            f"(its struct layouts): pip install 'xllamacpp=={XLLAMACPP_VERSION}'"
+        )
     ffi = FFI()
     ffi.cdef(CDEF)
     try:
@@ -228,8 +230,9 @@ def quantize_rows(ggml_type: int, rows: Any) -> bytes:
 class Llama:
     """One GGUF model + context: tokenize, detokenize, metadata, greedy generation."""
 
-    def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 repack: bool = False) -> None:
+    def __init__(
+        self, path: str, *, n_ctx: int = 4096, n_threads: int | None = None, repack: bool = False
+    ) -> None:
         ffi, lib = self.ffi, self.lib = _lib()
         mparams = lib.llama_model_default_params()
         mparams.n_gpu_layers = 0
@@ -315,7 +318,7 @@ class Llama:
     def _decode(self, tokens: Sequence[int], pos: int) -> None:
         lib = self.lib
         for start in range(0, len(tokens), self.n_batch):
-            chunk = tokens[start:start + self.n_batch]
+            chunk = tokens[start : start + self.n_batch]
             batch = lib.llama_batch_init(len(chunk), 0, 1)
             try:
                 batch.n_tokens = len(chunk)

@@ -70,9 +70,13 @@ def _root(
     ] = False,
     verbose: Annotated[
         bool,
-        typer.Option("--verbose", "-v", callback=_verbose,
-                     help="Show the libraries' warnings, logs and progress bars (by default they go to "
-                     "<run>/logs/grpo.log)."),
+        typer.Option(
+            "--verbose",
+            "-v",
+            callback=_verbose,
+            help="Show the libraries' warnings, logs and progress bars (by default they go to "
+            "<run>/logs/grpo.log).",
+        ),
     ] = False,
 ) -> None:
     """Two-stage reasoning recipe (SFT format warm-up, then GRPO) on Unsloth + TRL."""

@@ -31,6 +31,7 @@ from cli.rundir import RunDir
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
 
+
 @dataclass
 class FilterJob:
     """What one `grpo filter` samples, and how."""
@@ -200,8 +201,14 @@ def summarize(
         "generation_seconds": engine_info.get("generation_seconds"),
         "mean_completion_tokens": round(sum(lengths) / len(lengths), 1),
         "hit_max_new_tokens": round(sum(1 for x in lengths if x >= budget) / len(lengths), 4),
-        "sampling": {"temperature": s.temperature, "top_p": s.top_p, "min_p": s.min_p, "top_k": s.top_k,
-                     "max_new_tokens": budget, "seed": s.seed},  # fmt: skip
+        "sampling": {
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "min_p": s.min_p,
+            "top_k": s.top_k,
+            "max_new_tokens": budget,
+            "seed": s.seed,
+        },  # fmt: skip
         "engine_info": engine_info,
     }
 

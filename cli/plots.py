@@ -44,8 +44,6 @@ def wrap_label(label: str, width: int = 14) -> str:
     return "\n".join(textwrap.wrap(label, width, break_on_hyphens=False)) or label
 
 
-
-
 def current_attempt(rows: Sequence[dict[str, Any]], stage: str = "grpo") -> list[dict[str, Any]]:
     """The step rows of the most recent attempt of ``stage`` (rows from before attempts count as 1)."""
     steps = [r for r in rows if r.get("stage") == stage and "step" in r]

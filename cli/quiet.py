@@ -191,8 +191,9 @@ def install(run: Path | str | None, command: str) -> Callable[[], None]:
     # taken over warnings.showwarning or the root logger's handlers.
     saved_showwarning = warnings.showwarning
 
-    def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
-                    line: Any = None) -> None:
+    def showwarning(
+        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
         _log.write(warnings.formatwarning(message, category, filename, lineno, line))
 
     warnings.showwarning = showwarning

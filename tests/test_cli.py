@@ -26,6 +26,7 @@ COMMANDS = ["prep", "sft", "filter", "grpo", "export", "chat", "eval", "serve", 
 
 # ---- help, version, start-up -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("args", [[], *[[c] for c in COMMANDS]], ids=["app", *COMMANDS])
 def test_help(runner, args):
     result = runner.invoke(app, [*args, "--help"])
@@ -72,8 +73,9 @@ app()
 
 
 def _imported(code: str, *args: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-c", _IMPORTED + code, *args], cwd=REPO, capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORTED + code, *args], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stderr.strip().splitlines()[-1]))
 
@@ -115,5 +117,3 @@ def test_every_stage_takes_config_and_dry_run(runner, tmp_path, command):
 
 
 # ---- bad input: one line, non-zero exit, no traceback ----------------------------------------
-
-

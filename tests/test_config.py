@@ -141,8 +141,14 @@ def test_a_model_folder_s_own_code_never_runs(tiny_model_dir: Path, tmp_path: Pa
 # DoRA), 003 (Qwen3-8B: r=32, alpha=2r, no DoRA); G=4 and GRPO lr 5e-6 in all three.
 SEED_VALUES = {
     "qwen3-4b": {"r": 16, "alpha": 16, "dora": True, "gens": 4, "lr": 5e-6, "model": "unsloth/Qwen3-4B-Base"},
-    "llama3.2-3b": {"r": 64, "alpha": 128, "dora": True, "gens": 4, "lr": 5e-6,
-                    "model": "unsloth/Llama-3.2-3B-Instruct"},
+    "llama3.2-3b": {
+        "r": 64,
+        "alpha": 128,
+        "dora": True,
+        "gens": 4,
+        "lr": 5e-6,
+        "model": "unsloth/Llama-3.2-3B-Instruct",
+    },
     "qwen3-8b": {"r": 32, "alpha": 64, "dora": False, "gens": 4, "lr": 5e-6, "model": "Qwen/Qwen3-8B"},
 }
 
@@ -164,8 +170,9 @@ def test_flags_override_yaml_and_yaml_overrides_preset(runner, tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("lora: {r: 8}\nprep: {eval_size: 10, prompt_quantile: 0.8}\ngrpo: {gens: 6}\n")
     run = str(tmp_path / "run")
-    cfg = dry_run(runner, "prep", "--preset", "qwen3-4b", "--config", str(config), "--eval-size", "7",
-                  "--run", run)
+    cfg = dry_run(
+        runner, "prep", "--preset", "qwen3-4b", "--config", str(config), "--eval-size", "7", "--run", run
+    )
     assert cfg["prep"]["eval_size"] == 7  # flag > YAML
     assert cfg["prep"]["prompt_quantile"] == 0.8  # YAML > default
     assert cfg["lora"]["r"] == 8 and cfg["grpo"]["gens"] == 6  # YAML > preset
@@ -178,8 +185,10 @@ def test_flags_override_yaml_and_yaml_overrides_preset(runner, tmp_path):
 
 def test_model_flag_is_remembered(runner, tiny_run):
     src = SAMPLES / "gsm8k_test.jsonl"
-    result = runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",
-                                 "--run", str(tiny_run)])
+    result = runner.invoke(
+        app,
+        ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny", "--run", str(tiny_run)],
+    )
     assert result.exit_code == 0, result.output
     assert yaml.safe_load((tiny_run / "config.yaml").read_text())["model"] == "tiny"
     assert dry_run(runner, "doctor", "--run", str(tiny_run))["model"] == "tiny"
@@ -216,4 +225,3 @@ def test_unknown_reward_name(tmp_path):
     with pytest.raises(ValueError, match="unknown reward 'check_answr'"):
         for name in names:
             py_rewards.get_reward(name)
-

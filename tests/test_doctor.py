@@ -33,8 +33,24 @@ def test_doctor_fails_when_a_reward_cannot_run(runner, tiny_run, tmp_path):
 def test_doctor_flags_a_run_made_with_another_format(runner, tiny_run, tmp_path):
     pytest.importorskip("py_rewards._core")
     src = SAMPLES / "gsm8k_test.jsonl"
-    assert runner.invoke(app, ["prep", "gsm8k", "--source", str(src), "--limit", "60", "--model", "tiny",
-                               "--run", str(tiny_run)]).exit_code == 0
+    assert (
+        runner.invoke(
+            app,
+            [
+                "prep",
+                "gsm8k",
+                "--source",
+                str(src),
+                "--limit",
+                "60",
+                "--model",
+                "tiny",
+                "--run",
+                str(tiny_run),
+            ],
+        ).exit_code
+        == 0
+    )
     result = runner.invoke(app, ["doctor", "--run", str(tiny_run)])
     assert result.exit_code == 0, result.output
     assert "run format contract" in result.output

@@ -26,8 +26,11 @@ def prep(runner, run: Path, *args: str):
 
 def read_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     data = run / "data"
-    return (pd.read_parquet(data / "train.parquet"), pd.read_parquet(data / "eval.parquet"),
-            json.loads((data / "stats.json").read_text()))
+    return (
+        pd.read_parquet(data / "train.parquet"),
+        pd.read_parquet(data / "eval.parquet"),
+        json.loads((data / "stats.json").read_text()),
+    )
 
 
 def leftovers(run: Path) -> list[str]:
@@ -44,6 +47,7 @@ def error_line(result) -> str:
 
 
 # ---- the bundled samples (cli/data/samples), real rows of the real files -----------------------------
+
 
 def gold_gsm8k(path: Path) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
@@ -79,18 +83,27 @@ def math_verl(tmp_path_factory) -> Path:
     file is bundled, so it is written here from the bundled MATH500 rows, field for field."""
     rows = [json.loads(line) for line in (SAMPLES / "math500.jsonl").open()]
     path = tmp_path_factory.mktemp("verl") / "math_verl.parquet"
-    pd.DataFrame({
-        "level": [f"Level {r['level']}" for r in rows],
-        "type": [r["subject"] for r in rows],
-        "data_source": ["TianHongZXY/MATH"] * len(rows),
-        "prompt": [[{"content": r["problem"], "role": "user"}] for r in rows],
-        "ability": ["math"] * len(rows),
-        "reward_model": [
-            {"ground_truth": {"question": r["problem"], "solution": r["solution"], "target": r["answer"]},
-             "style": "rule"} for r in rows
-        ],
-        "extra_info": [{"index": i, "split": "test"} for i in range(len(rows))],
-    }).to_parquet(path)
+    pd.DataFrame(
+        {
+            "level": [f"Level {r['level']}" for r in rows],
+            "type": [r["subject"] for r in rows],
+            "data_source": ["TianHongZXY/MATH"] * len(rows),
+            "prompt": [[{"content": r["problem"], "role": "user"}] for r in rows],
+            "ability": ["math"] * len(rows),
+            "reward_model": [
+                {
+                    "ground_truth": {
+                        "question": r["problem"],
+                        "solution": r["solution"],
+                        "target": r["answer"],
+                    },
+                    "style": "rule",
+                }
+                for r in rows
+            ],
+            "extra_info": [{"index": i, "split": "test"} for i in range(len(rows))],
+        }
+    ).to_parquet(path)
     return path
 
 
@@ -106,8 +119,11 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "file", "flags", "schema", "gold"), SOURCES,
-                         ids=[f"{c[1]}{'-keep' if c[2] else ''}" for c in SOURCES])
+@pytest.mark.parametrize(
+    ("name", "file", "flags", "schema", "gold"),
+    SOURCES,
+    ids=[f"{c[1]}{'-keep' if c[2] else ''}" for c in SOURCES],
+)
 def test_sources_parse(runner, tiny_run, math_verl, name, file, flags, schema, gold):
     src = math_verl if file == math_verl.name else SAMPLES / file
     result = prep(runner, tiny_run, name, "--source", str(src), "--limit", "80", "--eval-size", "20", *flags)
@@ -174,8 +190,14 @@ def test_stats_json(runner, tiny_run):
     assert stats["dataset"] == "math" and stats["source"] == str(src) and stats["model"] == "tiny"
     assert stats["tokenizer"] and stats["prompt_quantile"] == 0.9 and stats["eval_size"] == 10
     # Every row read is accounted for exactly once.
-    accounted = ("bad_rows", "filtered_ability", "filtered_non_numeric", "cut_by_length", "kept_train",
-                 "kept_eval")
+    accounted = (
+        "bad_rows",
+        "filtered_ability",
+        "filtered_non_numeric",
+        "cut_by_length",
+        "kept_train",
+        "kept_eval",
+    )
     assert sum(stats[k] for k in accounted) == stats["rows_read"] == 90
     assert stats["filtered_non_numeric"] > 0  # MATH500 has symbolic answers
     pct = stats["prompt_tokens_all"]
@@ -214,8 +236,12 @@ def test_bad_rows_are_counted_not_fatal(runner, tiny_run, tmp_path):
     train, held_out, stats = read_run(tiny_run)
     assert stats["rows_read"] == 15 and stats["bad_rows"] == 6 and stats["filtered_non_numeric"] == 1
     assert stats["bad_reasons"] == {
-        "missing question": 1, "no '####' answer": 1, "question not a string": 1, "empty answer": 1,
-        "invalid JSON line": 1, "row not an object": 1,
+        "missing question": 1,
+        "no '####' answer": 1,
+        "question not a string": 1,
+        "empty answer": 1,
+        "invalid JSON line": 1,
+        "row not an object": 1,
     }
     assert len(train) + len(held_out) == 8 and stats["cut_by_length"] == 0
     assert "bad rows" in result.output and "6" in result.output
@@ -281,8 +307,14 @@ def test_json_array_source(runner, tiny_run, tmp_path):
 
 
 def test_openmath_style_source_writes_sft_data(runner, tiny_run, tmp_path):
-    rows = [{"problem": f"Compute {i}*3.", "expected_answer": str(3 * i),
-             "generated_solution": f"<think>{i}*3 = {3 * i}</think> So {3 * i}."} for i in range(10)]
+    rows = [
+        {
+            "problem": f"Compute {i}*3.",
+            "expected_answer": str(3 * i),
+            "generated_solution": f"<think>{i}*3 = {3 * i}</think> So {3 * i}.",
+        }
+        for i in range(10)
+    ]
     rows.append({"problem": "Simplify x/x.", "expected_answer": "1 (x != 0)", "generated_solution": "..."})
     src = tmp_path / "om.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -298,6 +330,7 @@ def test_openmath_style_source_writes_sft_data(runner, tiny_run, tmp_path):
 
 
 # ---- hub names offline -----------------------------------------------------------------------------
+
 
 def test_offline_gsm8k_falls_back_to_bundled_sample(runner, tiny_run):
     result = prep(runner, tiny_run, "gsm8k", "--limit", "80")
@@ -341,6 +374,7 @@ def test_offline_openr1_suggests_source(runner, tiny_run):
 
 # ---- bad input ------------------------------------------------------------------------------------
 
+
 def test_unknown_name_lists_names(runner, tmp_path):
     line = error_line(prep(runner, tmp_path / "run", "gsm9k"))
     assert all(n in line for n in ("dapo", "gsm8k", "math", "openmath-mini", "openr1"))
@@ -356,13 +390,16 @@ def test_empty_after_filters_writes_nothing(runner, tiny_run, tmp_path):
     assert leftovers(tiny_run) == []
 
 
-@pytest.mark.parametrize(("fname", "content", "expect"), [
-    ("corrupt.parquet", b"PAR1 this is not parquet", "not a valid Parquet"),
-    ("binary.jsonl", bytes(range(256)) * 4, "cannot read"),
-    ("garbage.jsonl", b"not json\nstill not\n", "no line is valid JSON"),
-    ("rows.txt", b"question,answer\n", "unsupported data file"),
-    ("columns.csv", b"foo,bar\n1,2\n", "cannot tell the schema"),
-])
+@pytest.mark.parametrize(
+    ("fname", "content", "expect"),
+    [
+        ("corrupt.parquet", b"PAR1 this is not parquet", "not a valid Parquet"),
+        ("binary.jsonl", bytes(range(256)) * 4, "cannot read"),
+        ("garbage.jsonl", b"not json\nstill not\n", "no line is valid JSON"),
+        ("rows.txt", b"question,answer\n", "unsupported data file"),
+        ("columns.csv", b"foo,bar\n1,2\n", "cannot tell the schema"),
+    ],
+)
 def test_unreadable_file_is_one_line(runner, tiny_run, tmp_path, fname, content, expect):
     src = tmp_path / fname
     src.write_bytes(content)
@@ -373,46 +410,59 @@ def test_unreadable_file_is_one_line(runner, tiny_run, tmp_path, fname, content,
 
 # ---- parsing helpers (table-driven) -----------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "answer"), [
-    ("so <<2*3=6>>6\n#### 6", "6"),
-    ("#### 1,080", "1080"),  # thousands commas removed
-    ("#### -3.5 ", "-3.5"),
-    ("a #### 1 #### 2", "2"),  # the last marker wins
-])
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("so <<2*3=6>>6\n#### 6", "6"),
+        ("#### 1,080", "1080"),  # thousands commas removed
+        ("#### -3.5 ", "-3.5"),
+        ("a #### 1 #### 2", "2"),  # the last marker wins
+    ],
+)
 def test_gsm8k_answer(text, answer):
     assert dp.gsm8k_answer(text)[0] == answer
 
 
-@pytest.mark.parametrize(("text", "boxed"), [
-    (r"$\boxed{5}$", "5"),
-    (r"\boxed{\frac{1}{2}} and later \boxed{3}", "3"),  # the last box
-    (r"\boxed {x^{2}}", "x^{2}"),  # nested braces, space before the brace
-    (r"\fbox{7}", "7"),
-    (r"\boxed{unclosed", None),
-    ("no box", None),
-])
+@pytest.mark.parametrize(
+    ("text", "boxed"),
+    [
+        (r"$\boxed{5}$", "5"),
+        (r"\boxed{\frac{1}{2}} and later \boxed{3}", "3"),  # the last box
+        (r"\boxed {x^{2}}", "x^{2}"),  # nested braces, space before the brace
+        (r"\fbox{7}", "7"),
+        (r"\boxed{unclosed", None),
+        ("no box", None),
+    ],
+)
 def test_last_boxed(text, boxed):
     assert dp.last_boxed(text) == boxed
 
 
-@pytest.mark.parametrize(("solution", "answer"), [
-    ("34", "34"),  # DAPO-Processed: the solution is the answer
-    ("Answer: $12\nmore", "12"),  # seed 000 parse_dapo
-    ("the result: 7", "7"),
-])
+@pytest.mark.parametrize(
+    ("solution", "answer"),
+    [
+        ("34", "34"),  # DAPO-Processed: the solution is the answer
+        ("Answer: $12\nmore", "12"),  # seed 000 parse_dapo
+        ("the result: 7", "7"),
+    ],
+)
 def test_parse_dapo_answer(solution, answer):
     assert dp.parse_dapo_answer(solution) == answer
 
 
-@pytest.mark.parametrize(("row", "schema"), [
-    ({"question": "q", "answer": "r\n#### 3"}, "gsm8k"),
-    ({"question": "q", "answer": "3"}, "question-answer"),
-    ({"problem": "p", "answer": "3", "solution": "s"}, "problem-answer"),  # MATH500, OpenR1
-    ({"problem": "p", "solution": r"\boxed{3}"}, "problem-solution"),  # MATH (Hendrycks json)
-    ({"problem": "p", "expected_answer": "3", "generated_solution": "s"}, "openmath"),
-    ({"prompt": "p", "solution": "3", "reward_model": {"ground_truth": "3"}}, "dapo-processed"),
-    ({"prompt": [{"role": "user", "content": "p"}], "reward_model": {"ground_truth": "3"}}, "verl"),
-])
+@pytest.mark.parametrize(
+    ("row", "schema"),
+    [
+        ({"question": "q", "answer": "r\n#### 3"}, "gsm8k"),
+        ({"question": "q", "answer": "3"}, "question-answer"),
+        ({"problem": "p", "answer": "3", "solution": "s"}, "problem-answer"),  # MATH500, OpenR1
+        ({"problem": "p", "solution": r"\boxed{3}"}, "problem-solution"),  # MATH (Hendrycks json)
+        ({"problem": "p", "expected_answer": "3", "generated_solution": "s"}, "openmath"),
+        ({"prompt": "p", "solution": "3", "reward_model": {"ground_truth": "3"}}, "dapo-processed"),
+        ({"prompt": [{"role": "user", "content": "p"}], "reward_model": {"ground_truth": "3"}}, "verl"),
+    ],
+)
 def test_detect_schema(row, schema):
     assert dp.detect_schema([row]) == schema
     parsed = dp.parse_records([row], schema)
@@ -427,8 +477,14 @@ def test_warmup_set_follows_the_grpo_set_and_keeps_an_explicit_one(runner, tiny_
     assert prep(runner, tiny_run, "gsm8k", "--limit", "40").exit_code == 0
     assert not (data / "sft.parquet").exists() and not (data / "sft_stats.json").exists()
     # An explicit `grpo prep openmath-mini` set stays when dapo is prepped after it (seed 000's order).
-    rows = [{"problem": f"Compute {i}*3.", "expected_answer": str(3 * i),
-             "generated_solution": f"{i}*3 = {3 * i}."} for i in range(6)]
+    rows = [
+        {
+            "problem": f"Compute {i}*3.",
+            "expected_answer": str(3 * i),
+            "generated_solution": f"{i}*3 = {3 * i}.",
+        }
+        for i in range(6)
+    ]
     src = tmp_path / "om.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert prep(runner, tiny_run, "openmath-mini", "--source", str(src), "--quantile", "1").exit_code == 0
@@ -438,7 +494,9 @@ def test_warmup_set_follows_the_grpo_set_and_keeps_an_explicit_one(runner, tiny_
 
 
 def test_missing_dataset_file(runner, tmp_path):
-    line = one_line_error(runner.invoke(app, ["prep", "gsm8k", "--source", str(tmp_path / "nope.jsonl"),
-                                              "--run", str(tmp_path / "run")]))
+    line = one_line_error(
+        runner.invoke(
+            app, ["prep", "gsm8k", "--source", str(tmp_path / "nope.jsonl"), "--run", str(tmp_path / "run")]
+        )
+    )
     assert "not found" in line and "nope.jsonl" in line
-

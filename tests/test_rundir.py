@@ -113,4 +113,3 @@ def test_no_run_directory(runner, tmp_path):
     run.ensure()
     with pytest.raises(GrpoError, match=r"run `grpo prep NAME --run .*` first"):
         run.require(run.data_dir / "train.parquet", "data", "prepped data")
-

@@ -91,7 +91,9 @@ def try_import(module: str, timeout: float = 300.0) -> str:
     try:
         proc = subprocess.run(
             [sys.executable, "-c", f"import {module}"],
-            capture_output=True, text=True, timeout=timeout,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
         )
     except subprocess.TimeoutExpired:
@@ -140,15 +142,18 @@ def reward_core_check() -> tuple[Check, Any]:
 
         parallel, threads, unicode = _core.runtime_info()
         env = getattr(_core, "ENV_NUM_THREADS", "")
-        detail = (f"loaded; {threads} thread(s), parallel {'on' if parallel else 'off'}"
-                  f"{f' (set {env})' if env else ''}; Unicode {unicode}")
+        detail = (
+            f"loaded; {threads} thread(s), parallel {'on' if parallel else 'off'}"
+            f"{f' (set {env})' if env else ''}; Unicode {unicode}"
+        )
         return Check("Rust reward core", True, detail), py_rewards
     except Exception as exc:  # noqa: BLE001 - report, then fall back to the Python reference
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     try:
         reference = standalone_reference()
-        return Check("Rust reward core", False, f"not loaded ({reason}); scoring with the Python "
-                     "reference"), reference
+        return Check(
+            "Rust reward core", False, f"not loaded ({reason}); scoring with the Python reference"
+        ), reference
     except Exception:  # noqa: BLE001
         return Check("Rust reward core", False, f"not loaded ({reason}); no py_rewards.reference"), None
 
@@ -245,8 +250,13 @@ def _tokenizer(cfg: Config, spec: Any, run_path: Path | None) -> tuple[Any, str]
 def doctor(
     run: Annotated[
         Path | None,
-        typer.Option("--run", help="Run directory whose config and tokenizer to check (default: runs/default "
-                     "when it exists).", rich_help_panel="Run", envvar="GRPO_RUN", show_default=False),
+        typer.Option(
+            "--run",
+            help="Run directory whose config and tokenizer to check (default: runs/default when it exists).",
+            rich_help_panel="Run",
+            envvar="GRPO_RUN",
+            show_default=False,
+        ),
     ] = None,
     config: ConfigOpt = None,
     dry_run: DryRunOpt = False,
@@ -254,8 +264,11 @@ def doctor(
     model: ModelOpt = None,
     imports: Annotated[
         bool,
-        typer.Option("--imports", help="Also import every package in a child process (slow: catches "
-                     "installed-but-broken packages, e.g. a torchvision that does not match torch)."),
+        typer.Option(
+            "--imports",
+            help="Also import every package in a child process (slow: catches "
+            "installed-but-broken packages, e.g. a torchvision that does not match torch).",
+        ),
     ] = False,
 ) -> None:
     checks: list[Check] = []
@@ -289,8 +302,9 @@ def _run_and_config(
     else:
         rundir = RunDir(DEFAULT_RUN)
     try:
-        cfg = resolve_config(rundir, preset=preset, config_file=config, overrides={"model": model},
-                             dry_run=dry_run)
+        cfg = resolve_config(
+            rundir, preset=preset, config_file=config, overrides={"model": model}, dry_run=dry_run
+        )
     except ImportError as exc:
         # The config validates its format through py_rewards.spec; a py_rewards that does not import
         # (extension not built) is itself what the doctor must report.
@@ -364,14 +378,18 @@ def _format_checks(rewards_module: Any, cfg: Config, run_path: Path | None, chec
         checks.append(Check("rewards", False, "neither py_rewards nor py_rewards.reference can be imported"))
         return
     spec = module_spec(rewards_module, cfg)
-    console.print(f"[bold]format contract[/] {spec.name} (sha256 {spec.contract_hash()[:12]}…), "
-                  f"model {cfg.model}")
+    console.print(
+        f"[bold]format contract[/] {spec.name} (sha256 {spec.contract_hash()[:12]}…), model {cfg.model}"
+    )
     try:
         _prompt_checks(cfg, spec, run_path, checks)
     except Exception as exc:  # noqa: BLE001 - a tokenizer that cannot load is a failed check
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        checks.append(Check("tokenizer", False, f"{type(exc).__name__}: {msg}" if not isinstance(
-            exc, GrpoError) else msg))
+        checks.append(
+            Check(
+                "tokenizer", False, f"{type(exc).__name__}: {msg}" if not isinstance(exc, GrpoError) else msg
+            )
+        )
     _score_table(rewards_module, cfg, spec, checks)
     if run_path is not None:
         _manifest_check(RunDir(run_path), spec, checks)
@@ -406,8 +424,9 @@ def _manifest_check(run: RunDir, spec: Any, checks: list[Check]) -> None:
         checks.append(Check("run manifest", False, str(exc)))
         return
     if stages:
-        done = ", ".join(f"{name} ({st.get('finished', '?')})" for name, st in stages.items()
-                         if isinstance(st, dict))
+        done = ", ".join(
+            f"{name} ({st.get('finished', '?')})" for name, st in stages.items() if isinstance(st, dict)
+        )
         console.print(f"[bold]run[/] {run.path}: {escape(done)}")
     current = spec.contract_hash()
     recorded = {name: st.get("format_contract_sha256") for name, st in stages.items() if isinstance(st, dict)}
@@ -415,33 +434,45 @@ def _manifest_check(run: RunDir, spec: Any, checks: list[Check]) -> None:
     if not recorded:
         return
     stale = sorted(k for k, v in recorded.items() if v != current)
-    checks.append(Check(
-        "run format contract", not stale,
-        f"{', '.join(sorted(recorded))} made with {current[:12]}…" if not stale else
-        f"{', '.join(stale)} made with another format contract than the config's {spec.name} "
-        f"({current[:12]}…): re-run them or restore the run's format",
-    ))
+    checks.append(
+        Check(
+            "run format contract",
+            not stale,
+            f"{', '.join(sorted(recorded))} made with {current[:12]}…"
+            if not stale
+            else f"{', '.join(stale)} made with another format contract than the config's {spec.name} "
+            f"({current[:12]}…): re-run them or restore the run's format",
+        )
+    )
 
 
 def _prompt_checks(cfg: Config, spec: Any, run_path: Path | None, checks: list[Check]) -> None:
     """Render the generation prompt (shown) and check the tags survive the tokenizer."""
     tok, tok_name = _tokenizer(cfg, spec, run_path)
-    prompt = tok.apply_chat_template(spec.messages(SAMPLE_QUESTION), add_generation_prompt=True,
-                                     tokenize=False)
+    prompt = tok.apply_chat_template(
+        spec.messages(SAMPLE_QUESTION), add_generation_prompt=True, tokenize=False
+    )
     console.print(f"generation prompt ({tok_name}):", style="bold")
     console.print(prompt, markup=False, highlight=False, soft_wrap=True)
-    checks.append(Check(
-        "prompt ends with the reasoning tag", prompt.endswith(spec.generation_prompt_suffix),
-        f"…{prompt[-40:]!r}",
-    ))
+    checks.append(
+        Check(
+            "prompt ends with the reasoning tag",
+            prompt.endswith(spec.generation_prompt_suffix),
+            f"…{prompt[-40:]!r}",
+        )
+    )
     # TRL decodes completions with skip_special_tokens=True: tags that are special tokens vanish.
     perfect = spec.render_completion(SAMPLE_REASONING, SAMPLE_ANSWER)
     ids = tok(perfect, add_special_tokens=False)["input_ids"]
     decoded = tok.decode(ids, skip_special_tokens=True)
     same = decoded.strip() == perfect.strip()
-    checks.append(Check(
-        "tags survive tokenize → decode", same, f"{len(ids)} tokens" if same else f"decoded {decoded[:80]!r}",
-    ))
+    checks.append(
+        Check(
+            "tags survive tokenize → decode",
+            same,
+            f"{len(ids)} tokens" if same else f"decoded {decoded[:80]!r}",
+        )
+    )
 
 
 def _score_table(module: Any, cfg: Config, spec: Any, checks: list[Check]) -> None:
@@ -457,8 +488,9 @@ def _score_table(module: Any, cfg: Config, spec: Any, checks: list[Check]) -> No
     columns: list[list[float] | None] = []
     for name, _, fn in funcs:
         try:
-            scores = fn(prompts=[SAMPLE_QUESTION] * len(texts), completions=texts,
-                        answer=[SAMPLE_ANSWER] * len(texts))
+            scores = fn(
+                prompts=[SAMPLE_QUESTION] * len(texts), completions=texts, answer=[SAMPLE_ANSWER] * len(texts)
+            )
             columns.append([float(s) for s in scores])
         except Exception as exc:  # noqa: BLE001 - e.g. the cosine reward without its model package
             checks.append(Check(f"reward {name}", False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"))
@@ -467,8 +499,10 @@ def _score_table(module: Any, cfg: Config, spec: Any, checks: list[Check]) -> No
         sum(w * col[i] for (_, w, _), col in zip(funcs, columns, strict=True) if col is not None)
         for i in range(len(texts))
     ]
-    table = Table(title=f"rewards ({getattr(module, '__name__', module)}), gold answer {SAMPLE_ANSWER}",
-                  title_justify="left")
+    table = Table(
+        title=f"rewards ({getattr(module, '__name__', module)}), gold answer {SAMPLE_ANSWER}",
+        title_justify="left",
+    )
     table.add_column("reward", style="bold")
     for label in cases:
         table.add_column(label, justify="right")

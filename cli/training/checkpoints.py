@@ -125,10 +125,15 @@ def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | Non
         ckpt = latest_checkpoint(folder)
         if ckpt is None:
             older = [k for k, f in known.items() if k < n and latest_checkpoint(f) is not None]
-            hint = (f"; attempt {older[-1]} has one: --resume continues only the most recent attempt"
-                    if older else "")
-            raise GrpoError(f"--resume: the most recent attempt ({n}, {folder}) saved no checkpoint{hint}; "
-                            "start a new attempt with `grpo grpo`")
+            hint = (
+                f"; attempt {older[-1]} has one: --resume continues only the most recent attempt"
+                if older
+                else ""
+            )
+            raise GrpoError(
+                f"--resume: the most recent attempt ({n}, {folder}) saved no checkpoint{hint}; "
+                "start a new attempt with `grpo grpo`"
+            )
         return n, folder, ckpt
     n = max(known, default=0) + 1
     return n, checkpoints / f"attempt-{n}", None
@@ -136,5 +141,7 @@ def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | Non
 
 def next_attempt_from_metrics(run: RunDir, stage: str) -> int:
     """1 + the highest ``attempt`` of ``stage`` rows in metrics.jsonl (SFT has no checkpoints to count)."""
-    return max((int(r.get("attempt") or 1) for r in run.read_metrics() if r.get("stage") == stage),
-               default=0) + 1
+    return (
+        max((int(r.get("attempt") or 1) for r in run.read_metrics() if r.get("stage") == stage), default=0)
+        + 1
+    )

@@ -141,7 +141,7 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
     for messages in conversations:
         text = tokenizer.apply_chat_template(messages, tokenize=False)
         if strip_bos and bos and text.startswith(bos):
-            text = text[len(bos):]
+            text = text[len(bos) :]
         if _count_tokens(tokenizer, text) <= limit:
             texts.append(text)
             if cfg.sft.num_examples and len(texts) >= cfg.sft.num_examples:

@@ -185,7 +185,7 @@ class LiveView:
         7m → 47m from raw step times, issue #15). No ETA from the first step alone (it compiles)."""
         if len(self.step_times) < 2:
             return None
-        for t in self.step_times[max(1, self.folded):]:
+        for t in self.step_times[max(1, self.folded) :]:
             self.ema = t if self.ema is None else 0.7 * self.ema + 0.3 * t
         self.folded = len(self.step_times)
         if self.ema is None:

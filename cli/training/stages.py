@@ -168,8 +168,11 @@ def write_train_png(run: RunDir, reward_names: list[str], cfg: Config) -> str | 
         return None
     rows = current_attempt(run.read_metrics(), "grpo")
     attempt = rows[-1].get("attempt", 1) if rows else 1
-    png = train_png(rows, reward_names, f"grpo grpo — {run.path.name}, attempt {attempt}, model {cfg.model}, "
-                    f"G={cfg.grpo.gens}")
+    png = train_png(
+        rows,
+        reward_names,
+        f"grpo grpo — {run.path.name}, attempt {attempt}, model {cfg.model}, G={cfg.grpo.gens}",
+    )
     if png is None:
         return None
     path = run.logs_dir / "train.png"
@@ -489,7 +492,7 @@ def _vllm_server_args(cfg: Config, tokenizer: Any) -> dict[str, Any]:
 
 
 def memory_note(summary: dict[str, Any]) -> str:
-    """", training +2.5 GiB …, vLLM 12.5 GiB, GPU in use 13.6 GiB": only the figures measured."""
+    """ ", training +2.5 GiB …, vLLM 12.5 GiB, GPU in use 13.6 GiB": only the figures measured."""
     parts = []
     if summary.get("train_extra_gib") is not None:
         parts.append(f"training +{summary['train_extra_gib']} GiB over the resident weights")
