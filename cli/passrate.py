@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cli import generation, loading, prompting, scoring
 from cli.common import GrpoError, console, err_console
 from cli.config import Config
-from cli.run_data import FILTERED, PASSRATE, read_stats, read_table, train_sha256
+from cli.run_data import FILTERED, PASSRATE, grpo_completion_budget, read_stats, read_table, train_sha256
 from cli.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -79,17 +79,12 @@ def completion_budget(cfg: Config, rd: RunDir, frame: Any, requested: int | None
     """``--max-new-tokens``, else GRPO's: grpo.max_completion_length, else what the prompt cut leaves."""
     if requested:
         return int(requested)
-    if cfg.grpo.max_completion_length:
-        return int(cfg.grpo.max_completion_length)
     cut = cfg.grpo.max_prompt_length or read_stats(rd).get("max_prompt_length")
     if not cut and "prompt_tokens" in frame.columns:
         cut = int(frame["prompt_tokens"].max())
-    budget = cfg.max_seq_length - int(cut or 0)
-    if budget <= 0:
-        raise GrpoError(
-            f"max_seq_length {cfg.max_seq_length} leaves no room for completions: pass --max-new-tokens"
-        )
-    return budget
+    return grpo_completion_budget(
+        cfg.max_seq_length, cfg.grpo.max_completion_length, int(cut or 0), flag="--max-new-tokens"
+    )
 
 
 def count_solved(

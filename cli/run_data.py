@@ -35,6 +35,23 @@ def completion_room(max_seq_length: int, max_completion_length: int | None) -> i
     return int(max_completion_length or max(max_seq_length // 4, 1))
 
 
+def grpo_completion_budget(
+    max_seq_length: int,
+    max_completion_length: int | None,
+    max_prompt: int,
+    flag: str = "--max-completion-length",
+) -> int:
+    """GRPO's completion budget: grpo.max_completion_length, else what the prompt cut leaves of the context
+    (`grpo grpo`, and `grpo filter`, which samples as GRPO will)."""
+    budget = int(max_completion_length or (max_seq_length - max_prompt))
+    if budget <= 0:
+        raise GrpoError(
+            f"max_seq_length {max_seq_length} leaves no room for completions after prompts of "
+            f"{max_prompt} tokens: raise max_seq_length or set {flag}"
+        )
+    return budget
+
+
 def read_table(run: RunDir, name: str, required: tuple[str, ...] = ()) -> Any:
     import pandas as pd
 

@@ -258,13 +258,9 @@ def run_grpo(cfg: Config, run: RunDir, setup: GrpoSetup) -> dict[str, Any]:
 
 def _max_completion(cfg: Config, max_prompt: int) -> int:
     """The completion budget: --max-completion-length, else what the longest prompt leaves."""
-    max_completion = cfg.grpo.max_completion_length or (cfg.max_seq_length - max_prompt)
-    if max_completion <= 0:
-        raise GrpoError(
-            f"max_seq_length {cfg.max_seq_length} leaves no room for completions after prompts of "
-            f"{max_prompt} tokens: raise max_seq_length or set --max-completion-length"
-        )
-    return max_completion
+    from cli.run_data import grpo_completion_budget
+
+    return grpo_completion_budget(cfg.max_seq_length, cfg.grpo.max_completion_length, max_prompt)
 
 
 def _rollout_args(cfg: Config, tokenizer: Any, setup: GrpoSetup, plan: VllmPlan | None) -> dict[str, Any]:
