@@ -37,10 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     import torch
 
-    from cli import generation, loading, prompting, scoring
-    from cli.models import resolve_model
-    from cli.run_data import fallback_rows
-    from cli.rundir import RunDir, run_config
+    from cli.eval import scoring
+    from cli.infer import generation, prompting
+    from cli.models import loading
+    from cli.models.resolve import resolve_model
+    from cli.run.data import fallback_rows
+    from cli.run.rundir import RunDir, run_config
 
     rd = RunDir(args.run)
     cfg = run_config(rd)

@@ -182,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     steps: list[dict] = []
-    # The same phase clock as `grpo grpo` (cli/training/phases.py): it only times, it changes nothing.
+    # The same phase clock as `grpo grpo` (cli/train/phases.py): it only times, it changes nothing.
     sys.path.insert(0, str(REPO))
-    from cli.training.phases import PhaseTimes
+    from cli.train.phases import PhaseTimes
 
     phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer) if args.phases else None
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Learning on a real model, second round: the levers for groups that carry no signal.
 # Gemma-3-270M, GSM8K: prep (full train split) → SFT (as in h200_learning_run.sh) → offline pass-rate filter
-# (bench/passrate_filter.py: 8 samples per prompt from the SFT adapter, keep prompts solved sometimes but not
+# (`grpo filter`: 8 samples per prompt from the SFT adapter, keep prompts solved sometimes but not
 # always) → GRPO with G=16, lr 5e-6, vLLM rollouts, for at most GRPO_SECONDS (SIGINT then) → grpo eval of SFT
 # and GRPO on the whole GSM8K test split in one call (paired) through vLLM.
 # Usage (GPU machine, repo root): DATA=/tmp/data [GRPO_SECONDS=600] [FILTER_LIMIT=4000] [GRPO_LR=5e-6] \
@@ -49,7 +49,7 @@ grep -E '^sft done' "$out/sft.log"
 stamp filter
 # WAIT_FOR=FILE: the GPU machine's vLLM may still be arriving (prep and SFT do not need it).
 while [ -n "${WAIT_FOR:-}" ] && [ ! -e "$WAIT_FOR" ]; do sleep 5; done
-python3 bench/passrate_filter.py --run "$run" --samples 8 --limit "${FILTER_LIMIT:-4000}" > "$out/filter.log" 2>&1 \
+python3 -m cli filter --run "$run" --samples 8 --limit "${FILTER_LIMIT:-4000}" --engine vllm > "$out/filter.log" 2>&1 \
   || { tail -5 "$out/filter.log"; echo "filter failed: GRPO on the unfiltered prompts"; }
 tail -1 "$out/filter.log"
 stamp grpo

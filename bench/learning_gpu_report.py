@@ -11,7 +11,7 @@ Reads what bench/h200_learning_run.sh (and the follow-up GRPO run) brought back:
   itself across calls;
 - ``g2_metrics.jsonl``: the run's logs/metrics.jsonl (SFT, then both GRPO attempts).
 Per checkpoint: format %, accuracy %, mean reward with 95 % intervals; differences against SFT with a paired
-bootstrap over prompts (cli/stats.py, the same code `grpo eval` uses).
+bootstrap over prompts (cli/eval/stats.py, the same code `grpo eval` uses).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cli.stats import mean_ci, paired_bootstrap, wilson  # noqa: E402
+from cli.eval.stats import mean_ci, paired_bootstrap, wilson  # noqa: E402
 
 LABELS = {
     "base": "Base (pretrained)",

@@ -39,12 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto", help="auto (cuda when available), cuda or cpu")
     args = p.parse_args(argv)
 
-    sys.path.insert(0, str(REPO))  # cli.models (tokenizer) and py_rewards.spec without an install
+    sys.path.insert(0, str(REPO))  # cli.models.resolve (tokenizer) and py_rewards.spec without an install
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from cli.atomic import atomic_dir
-    from cli.models import build_tiny_tokenizer
+    from cli.models.resolve import build_tiny_tokenizer
+    from cli.run.atomic import atomic_dir
     from py_rewards.spec import get_spec
 
     t0 = time.perf_counter()

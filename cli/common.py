@@ -6,6 +6,7 @@ with a non-zero code, never a traceback (:func:`cli.errors.handle_errors`).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -29,6 +30,15 @@ class GrpoError(Exception):
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
         self.code = code
+
+
+def finite(x: object) -> float | None:
+    """A metrics value as a finite float, else None (text, None, nan, inf)."""
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def first_line(exc: BaseException) -> str:

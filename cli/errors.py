@@ -1,7 +1,7 @@
 """How a command fails: one ``error:`` line on stderr and a non-zero exit, never a traceback.
 
 Every command is wrapped in :func:`handle_errors`: library chatter goes to ``<run>/logs/grpo.log``
-(:mod:`cli.quiet`), expected failures (:class:`~cli.common.GrpoError`, missing files, missing packages,
+(:mod:`cli.run.quiet`), expected failures (:class:`~cli.common.GrpoError`, missing files, missing packages,
 out of memory) become one line, and the run directory's lock is released whatever happens.
 """
 
@@ -33,7 +33,7 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from cli import quiet
+        from cli.run import quiet
 
         # Library warnings, log lines and foreign progress bars go to <run>/logs/grpo.log (--verbose: here).
         undo = quiet.install(kwargs.get("run"), fn.__name__.rstrip("_"))
@@ -73,7 +73,7 @@ def handle_errors(fn: F) -> F:
             fail(f"{name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else name}{hint}")
         finally:
             undo()
-            from cli.runlock import release_locks
+            from cli.run.lock import release_locks
 
             release_locks()
         return None

@@ -51,7 +51,7 @@ def _verbose(value: bool) -> None:
     if value:
         import os
 
-        from cli.quiet import VERBOSE_ENV
+        from cli.run.quiet import VERBOSE_ENV
 
         os.environ[VERBOSE_ENV] = "1"
 

@@ -38,7 +38,7 @@ def runner():
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One random 2-layer Qwen3 + local BPE tokenizer (``--model tiny``), built once per session (~15 s)."""
-    from cli.models import build_tiny
+    from cli.models.resolve import build_tiny
     from py_rewards.spec import get_spec
 
     dest = tmp_path_factory.mktemp("tiny-model") / "tiny"

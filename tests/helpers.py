@@ -176,7 +176,7 @@ def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False)
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from cli.loading import load_tokenizer
+    from cli.models.loading import load_tokenizer
     from py_rewards.spec import get_spec
 
     spec = get_spec()
@@ -221,9 +221,9 @@ def make_run(root: Path) -> Path:
     """A run directory as prep + sft + grpo leave it (config.yaml, base/tiny, data/eval.parquet, adapters)."""
     import pandas as pd
 
-    from cli.config import resolve
-    from cli.models import resolve_model
-    from cli.rundir import RunDir
+    from cli.config.schema import resolve
+    from cli.models.resolve import resolve_model
+    from cli.run.rundir import RunDir
 
     run = RunDir(root)
     cfg = resolve(overrides={"model": "tiny"})

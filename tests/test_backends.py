@@ -1,4 +1,4 @@
-"""Tests for cli/training/backends.py."""
+"""Tests for cli/train/backends.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ def test_torch_logprob_stand_in_matches_log_softmax() -> None:
     """The CPU stand-in for TRL's Triton kernel: same log-probs/entropy, and gradients flow."""
     import torch
 
-    from cli.training.backends import _TorchChunkedLogProb
+    from cli.train.backends import _TorchChunkedLogProb
 
     torch.manual_seed(0)
     hidden = torch.randn(7, 16, requires_grad=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cli.config import Config
-from cli.models import build_tiny_tokenizer
-from cli.rundir import RunDir
+from cli.config.schema import Config
+from cli.models.resolve import build_tiny_tokenizer
+from cli.run.rundir import RunDir
 from py_rewards.spec import get_spec
 
 
@@ -38,8 +38,8 @@ def _bos_tokenizer(spec):
 
 
 def test_one_bos_on_every_path(tmp_path) -> None:
-    from cli import prompting
-    from cli.training.data import sft_dataset
+    from cli.infer import prompting
+    from cli.train.data import sft_dataset
 
     spec = get_spec("seed000")
     tok, bos = _bos_tokenizer(spec)

@@ -1,4 +1,4 @@
-"""Tests for cli/training/checkpoints.py."""
+"""Tests for cli/train/checkpoints.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 
 def test_latest_checkpoint_picks_the_highest_step(tmp_path: Path) -> None:
-    from cli.training.checkpoints import latest_checkpoint
+    from cli.train.checkpoints import latest_checkpoint
 
     assert latest_checkpoint(tmp_path / "none") is None
     for n in (2, 10, 9):
@@ -32,7 +32,7 @@ def _ckpt(folder: Path, step: int) -> Path:
 
 def test_attempts_keep_checkpoints_apart_and_resume_the_most_recent(tmp_path: Path) -> None:
     from cli.common import GrpoError
-    from cli.training.checkpoints import plan_attempt
+    from cli.train.checkpoints import plan_attempt
 
     ckpts = tmp_path / "grpo" / "checkpoints"
     with pytest.raises(GrpoError, match="no checkpoint"):

@@ -1,7 +1,7 @@
 """cli/main.py: the command line — help, version, start-up imports, `--config`/`--dry-run` on every stage.
 
 Also here for now, because tests/test_config.py, test_prep.py and test_rundir.py are being edited on
-another branch: config resolution and the seed presets (cli/config.py), the remembered `--model`, and
+another branch: config resolution and the seed presets (cli/config/schema.py), the remembered `--model`, and
 the one-line errors on bad input (config, prep, rundir). They move to those files once that lands.
 The doctor checks are in tests/test_doctor.py, the library-noise routing in tests/test_quiet.py.
 

@@ -1,4 +1,4 @@
-"""cli/config.py: values are coerced to their declared types or refused with the key, before anything runs.
+"""cli/config/schema.py: values are coerced to their declared types or refused with the key, before any work.
 
 Issue 11 rows 4 and 5: `grpo: {learning_rate: 1e-3}` (YAML 1.1 reads a string), `max_steps: "two"`,
 negative rates and `max_steps: -5` were accepted, saved into the run's config.yaml and failed later
@@ -14,7 +14,7 @@ import yaml
 from helpers import SAMPLES, dry_run, fails_fast, one_line_error
 
 from cli.common import GrpoError
-from cli.config import PRESETS, resolve
+from cli.config.schema import PRESETS, resolve
 from cli.main import app
 
 
@@ -84,8 +84,8 @@ def test_a_bad_config_changes_nothing_in_the_run(tmp_path: Path) -> None:
 
 def test_a_missing_local_model_is_not_taken_for_a_hub_id(tmp_path: Path, monkeypatch) -> None:
     """Issue 11 row 13: `--model models/doesnotexist` was sent to the hub as a repo id."""
-    from cli.models import resolve_model
-    from cli.rundir import RunDir
+    from cli.models.resolve import resolve_model
+    from cli.run.rundir import RunDir
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()
@@ -109,7 +109,7 @@ def test_a_model_folder_s_own_code_never_runs(tiny_model_dir: Path, tmp_path: Pa
     import json
     import shutil
 
-    from cli import loading
+    from cli.models import loading
 
     folder = tmp_path / "evil"
     shutil.copytree(tiny_model_dir, folder)
@@ -215,7 +215,7 @@ def test_unknown_config_key(runner, tmp_path):
 
 def test_unknown_reward_name(tmp_path):
     py_rewards = pytest.importorskip("py_rewards")
-    from cli.config import resolve
+    from cli.config.schema import resolve
 
     config = tmp_path / "r.yaml"
     config.write_text("grpo: {rewards: [match_format_exactly, check_answr]}\n")

@@ -1,4 +1,4 @@
-"""cli/distributed.py: `grpo grpo --gpus N`, the relaunch under `accelerate launch`, for real, on the CPU.
+"""cli/train/distributed.py: `grpo grpo --gpus N`, the relaunch under `accelerate launch`, for real, on CPU.
 
 Two gloo processes train the tiny model for 2 steps (hf backend), each rank dumping the batches it
 scored (``GRPO_REWARD_LOG``); the scores are then recomputed in this one process and must be
@@ -23,9 +23,9 @@ import pytest
 import yaml
 from helpers import REPO, assert_adapter, cli_env, fails_fast, fresh_copy, manifest, metrics, ok
 
-from cli import distributed
-from cli.distributed import Plan
-from cli.rundir import RunDir
+from cli.run.rundir import RunDir
+from cli.train import distributed
+from cli.train.distributed import Plan
 
 
 def grpo_cli_env(*args: str, env: dict[str, str], timeout: int = 420) -> subprocess.CompletedProcess[str]:
@@ -298,7 +298,7 @@ def test_vllm_server_answering_an_error(tmp_path: Path, health_server: str, monk
 def test_one_process_trains_on_one_gpu(monkeypatch) -> None:
     """A single process that sees several GPUs keeps the first (Trainer would wrap the model in
     nn.DataParallel, which TRL refuses: `grpo sft` failed so on a 2-GPU H200 machine)."""
-    from cli import distributed
+    from cli.train import distributed
 
     monkeypatch.delenv(distributed.LAUNCHED_ENV, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
@@ -357,7 +357,7 @@ def test_child_env_splits_the_cores(monkeypatch) -> None:
 
 
 def test_only_rank_zero_writes_the_run_dir(tmp_path: Path, monkeypatch) -> None:
-    from cli.config import Config
+    from cli.config.schema import Config
 
     monkeypatch.setenv("RANK", "1")
     rd = RunDir(tmp_path / "r")

@@ -1,4 +1,4 @@
-"""cli/commands/eval.py and cli/evaluation.py: `grpo eval` on a tiny slice — report, data, engine, bad inputs.
+"""cli/commands/eval.py, cli/eval/evaluation.py: `grpo eval` on a tiny slice: report, data, engine, bad input.
 
 Uses the run built by tests/helpers.py's make_run (tiny Qwen3 + real peft adapters trained to answer
 in the format), shared through the session's temp folder. The report's figure is tested in

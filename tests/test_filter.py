@@ -1,12 +1,13 @@
-"""cli/commands/filter.py, cli/passrate.py, generation.hf_sample and the filtered prompts in cli/run_data.py,
-cli/training/data.py and cli/commands/prep.py: `grpo filter` end to end on the tiny model, `grpo grpo` on
+"""cli/commands/filter.py, cli/train/passrate.py, generation.hf_sample and the filtered prompts in
+cli/run/data.py,
+cli/train/data.py and cli/commands/prep.py: `grpo filter` end to end on the tiny model, `grpo grpo` on
 what it kept, --clear, staleness, bad inputs.
 
 Uses the run built by tests/helpers.py's make_run (tiny Qwen3 + real peft adapters trained to answer
 "<SOLUTION>18</SOLUTION>" to anything), with a train.parquet written here: three prompts whose gold answer
 is 18 (the adapters solve them) and three whose answer is not. The adapters' margins are small, so the
 run samples at grpo.temperature 0.2 (a --config file): there every sample of the first three is right,
-at 1.0 (the default) none is. The vLLM path (cli/vllm_generate.py sample_all) needs a GPU and is not run
+at 1.0 (the default) none is. The vLLM path (cli/infer/vllm_engine.py sample_all) needs a GPU and is not run
 here.
 """
 
@@ -75,7 +76,7 @@ def files(run: Path) -> dict[str, bytes]:
 def test_keep_solved_keeps_exactly_what_the_adapter_solves(filtered: Path, sampling_config, tmp_path) -> None:
     import pandas as pd
 
-    from cli.atomic import file_sha256
+    from cli.run.atomic import file_sha256
 
     train = pd.read_parquet(filtered / "data" / "train.parquet")
     kept = pd.read_parquet(filtered / "data" / "grpo_prompts.parquet")
@@ -147,11 +148,11 @@ def test_clear(filtered: Path, tmp_path) -> None:
 
 
 def test_stale_filter_is_ignored(filtered: Path, tmp_path, capsys) -> None:
-    from cli.config import Config
-    from cli.models import build_tiny_tokenizer
-    from cli.run_data import filtered_prompts
-    from cli.rundir import RunDir
-    from cli.training.data import grpo_dataset
+    from cli.config.schema import Config
+    from cli.models.resolve import build_tiny_tokenizer
+    from cli.run.data import filtered_prompts
+    from cli.run.rundir import RunDir
+    from cli.train.data import grpo_dataset
     from py_rewards.spec import get_spec
 
     run = RunDir(copy_run(filtered, tmp_path / "run"))
@@ -245,7 +246,7 @@ def test_dry_run_and_help(runner, tmp_path) -> None:
 
 
 def test_select() -> None:
-    from cli.passrate import select
+    from cli.train.passrate import select
 
     solved = [0, 1, 3, 4, 2, 0]
     assert select(solved, 4, "mixed") == [1, 2, 4]

@@ -1,10 +1,10 @@
-"""Tests for cli/gguf.py."""
+"""Tests for cli/export/gguf.py."""
 
 from __future__ import annotations
 
 
 def test_tensor_types_follow_llama_quantize() -> None:
-    from cli.gguf import tensor_type
+    from cli.export.gguf import tensor_type
 
     # 28 layers (Qwen3-4B): use_more_bits picks layers 0-2, 5, 8, …, 23, 24-27 for attn_v / ffn_down.
     more = [i for i in range(28) if tensor_type(f"blk.{i}.ffn_down.weight", "q4_k_m", 28, False) == "Q6_K"]

@@ -19,9 +19,9 @@ from _bad_rewards import never_returns, spins
 from helpers import REPO, cli_env, fresh_copy, grpo_cli, invoke, manifest, one_error_line
 
 from cli.common import GrpoError
-from cli.config import RewardSpec
-from cli.training.deadline import SIGNAL, DeadlineExceeded, call_with_deadline
-from cli.training.rewards import Reward, RewardTracker, resolve_rewards, wrap_rewards
+from cli.config.schema import RewardSpec
+from cli.train.deadline import SIGNAL, DeadlineExceeded, call_with_deadline
+from cli.train.rewards import Reward, RewardTracker, resolve_rewards, wrap_rewards
 
 TINY_GRPO = ["--backend", "hf", "--gens", "2", "--max-completion-length", "8"]
 

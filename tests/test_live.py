@@ -1,4 +1,4 @@
-"""Tests for cli/training/live.py."""
+"""Tests for cli/train/live.py."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 
 def test_live_view_row_and_hints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from cli.rundir import RunDir
-    from cli.training.live import HINT_LOSS_ZERO, HINT_ZERO_STD, make_callback
-    from cli.training.rewards import RewardTracker
+    from cli.run.rundir import RunDir
+    from cli.train.live import HINT_LOSS_ZERO, HINT_ZERO_STD, make_callback
+    from cli.train.rewards import RewardTracker
 
     run = RunDir(tmp_path / "run")
     tracker = RewardTracker(seconds=0.01, format_hits=1, format_total=4)
@@ -39,8 +39,8 @@ def test_live_view_row_and_hints(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_eta_is_smoothed_and_never_jumps_tenfold(tmp_path: Path) -> None:
-    from cli.rundir import RunDir
-    from cli.training.live import make_callback
+    from cli.run.rundir import RunDir
+    from cli.train.live import make_callback
 
     live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=100, quiet=True)
     # A CPU run's step times: a slow first step (compiles), then completions of very different lengths.
@@ -56,8 +56,8 @@ def test_eta_is_smoothed_and_never_jumps_tenfold(tmp_path: Path) -> None:
 
 
 def test_zero_std_hint_after_sft_does_not_say_run_sft(tmp_path: Path, capsys) -> None:
-    from cli.rundir import RunDir
-    from cli.training.live import HINT_ZERO_STD, HINT_ZERO_STD_AFTER_SFT, make_callback
+    from cli.run.rundir import RunDir
+    from cli.train.live import HINT_ZERO_STD, HINT_ZERO_STD_AFTER_SFT, make_callback
 
     live = make_callback(RunDir(tmp_path / "run"), "grpo", max_steps=5, from_sft=True, attempt=2)
     state = SimpleNamespace(global_step=1, max_steps=5, is_world_process_zero=True)

@@ -1,4 +1,4 @@
-"""Tests for cli/llamacpp.py."""
+"""Tests for cli/infer/llamacpp.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def test_k_quant_kernels_round_trip_through_gguf_py() -> None:
     from gguf import GGMLQuantizationType as T
     from gguf.quants import dequantize
 
-    from cli import llamacpp
+    from cli.infer import llamacpp
 
     rng = np.random.default_rng(0)
     rows = rng.standard_normal((8, 512)).astype(np.float32)

@@ -1,7 +1,7 @@
 """py_rewards.math_equal / math_equal_batch / check_math_answer (issue #13): the Python surface of the
 Rust verifier. Rules and their tables live in reward_core/src/math (cargo test); here: the binding's
 contract (never raises on bad input, batch = scalar, GIL released), the reward, properties.
-`test_grpo_config_resolves_check_math_answer` (cli/training/rewards.py) belongs in
+`test_grpo_config_resolves_check_math_answer` (cli/train/rewards.py) belongs in
 tests/test_training_rewards.py; it stays here while that file is being edited on another branch.
 
 Run: ``pytest tests/test_math_equal.py`` (needs the extension built: ``pip install -e .``).
@@ -222,8 +222,8 @@ def test_reflexive_and_symmetric(a: str, b: str) -> None:
 
 def test_grpo_config_resolves_check_math_answer() -> None:
     """`--rewards match_format_exactly,check_math_answer=2` → TRL callables bound to the run's format."""
-    from cli.config import _rewards
-    from cli.training.rewards import RewardTracker, resolve_rewards, wrap_rewards
+    from cli.config.schema import _rewards
+    from cli.train.rewards import RewardTracker, resolve_rewards, wrap_rewards
 
     spec = py_rewards.get_spec("seed000")
     rewards = resolve_rewards(_rewards("match_format_exactly,check_math_answer=2"), spec)

@@ -1,8 +1,8 @@
-"""cli/training/phases.py: the per-step phase clock of `grpo grpo` (where a step's time goes)."""
+"""cli/train/phases.py: the per-step phase clock of `grpo grpo` (where a step's time goes)."""
 
 from __future__ import annotations
 
-from cli.training.phases import PhaseTimes
+from cli.train.phases import PhaseTimes
 
 
 class Engine:

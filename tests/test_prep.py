@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from helpers import SAMPLES, one_line_error
 
-from cli import data_prep as dp
 from cli.main import app
+from cli.prep import load as dp
 
 
 def prep(runner, run: Path, *args: str):

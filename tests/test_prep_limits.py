@@ -53,7 +53,7 @@ def test_a_line_over_the_cap_is_refused_naming_the_line(tiny_run: Path, tmp_path
 
 
 def test_a_huge_json_array_is_refused_by_size(tiny_run: Path, tmp_path: Path, monkeypatch) -> None:
-    from cli import data_files
+    from cli.prep import files as data_files
 
     monkeypatch.setattr(data_files, "MAX_JSON_BYTES", 1000)
     src = tmp_path / "rows.json"

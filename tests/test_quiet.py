@@ -1,4 +1,4 @@
-"""cli/quiet.py: library noise goes to the run's log unless verbose; our own output stays on the terminal."""
+"""cli/run/quiet.py: library noise goes to the run's log unless verbose; our own output stays on the terminal."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ def test_library_noise_goes_to_the_run_log(tmp_path: Path, capsys: pytest.Captur
     import sys
     import warnings
 
-    from cli import quiet
     from cli.common import console
+    from cli.run import quiet
 
     run = tmp_path / "run"
     undo = quiet.install(run, "sft")
@@ -37,7 +37,7 @@ def test_library_noise_goes_to_the_run_log(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_verbose_keeps_library_output_on_the_terminal(tmp_path: Path, monkeypatch, capsys) -> None:
-    from cli import quiet
+    from cli.run import quiet
 
     monkeypatch.setenv(quiet.VERBOSE_ENV, "1")
     undo = quiet.install(tmp_path / "run", "prep")

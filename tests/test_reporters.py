@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, cli_env, fresh_copy, invoke, one_error_line
 
-from cli.training.reporters import PACKAGES
+from cli.train.reporters import PACKAGES
 
 TINY_GRPO = ["--backend", "hf", "--gens", "2", "--max-completion-length", "8", "--max-steps", "2"]
 

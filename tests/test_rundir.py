@@ -1,4 +1,4 @@
-"""cli/rundir.py: files a run directory holds are readable as the umask says, and metrics stay strict JSON."""
+"""cli/run/rundir.py: files in a run directory are readable as the umask says; metrics stay strict JSON."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from helpers import one_line_error
 
-from cli.atomic import atomic_dir, atomic_write_text
 from cli.main import app
-from cli.rundir import RunDir
-from cli.runlock import release_locks
+from cli.run.atomic import atomic_dir, atomic_write_text
+from cli.run.lock import release_locks
+from cli.run.rundir import RunDir
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_metrics_stay_strict_json(tmp_path: Path) -> None:
 def _holder(run: Path) -> subprocess.Popen:
     """Another process that holds the run directory, as a running `grpo grpo` does."""
     code = (
-        "import sys, time; from cli.rundir import RunDir; RunDir(sys.argv[1]).hold('grpo grpo'); "
+        "import sys, time; from cli.run.rundir import RunDir; RunDir(sys.argv[1]).hold('grpo grpo'); "
         "print('held', flush=True); time.sleep(120)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE, text=True)
@@ -104,7 +104,7 @@ def test_one_writer_per_run_directory(tmp_path: Path) -> None:
 
 def test_no_run_directory(runner, tmp_path):
     from cli.common import GrpoError
-    from cli.rundir import RunDir
+    from cli.run.rundir import RunDir
 
     line = one_line_error(runner.invoke(app, ["doctor", "--run", str(tmp_path / "nonexistent")]))
     assert "no run directory" in line and "grpo prep" in line

@@ -1,4 +1,4 @@
-"""cli/scoring.py: the verdicts `grpo eval` and export verification give a completion."""
+"""cli/eval/scoring.py: the verdicts `grpo eval` and export verification give a completion."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import py_rewards
 
 def test_eval_scores_both_rules_side_by_side() -> None:
     """`grpo eval`'s verdicts: the seed rule misses LaTeX answers that math_equal accepts."""
-    from cli.scoring import score
+    from cli.eval.scoring import score
 
     spec = py_rewards.get_spec("seed000")
     done = "working<end_working_out><SOLUTION>{}</SOLUTION>".format

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.models import build_tiny_tokenizer
+from cli.models.resolve import build_tiny_tokenizer
 from py_rewards.spec import get_spec
 
 BOS_TAG = "{% if bos_token %}{{ bos_token }}{% endif %}"

@@ -1,10 +1,10 @@
-"""cli/stats.py: the 95 % intervals of `grpo eval` — Wilson, normal mean, paired bootstrap."""
+"""cli/eval/stats.py: the 95 % intervals of `grpo eval` — Wilson, normal mean, paired bootstrap."""
 
 from __future__ import annotations
 
 import pytest
 
-from cli.stats import mean_ci, paired_bootstrap, wilson
+from cli.eval.stats import mean_ci, paired_bootstrap, wilson
 
 
 def test_intervals() -> None:

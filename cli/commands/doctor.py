@@ -26,8 +26,8 @@ from cli.common import ConfigOpt, DryRunOpt, GrpoError, ModelOpt, PresetOpt, con
 from cli.errors import handle_errors
 
 if TYPE_CHECKING:
-    from cli.config import Config
-    from cli.rundir import RunDir
+    from cli.config.schema import Config
+    from cli.run.rundir import RunDir
 
 PACKAGES = (
     # (label, distribution name, module name)
@@ -229,13 +229,13 @@ def broken_completions(spec: Any) -> dict[str, str]:
 
 def _tokenizer(cfg: Config, spec: Any, run_path: Path | None) -> tuple[Any, str]:
     """The run's tokenizer; for an unbuilt `tiny`, the same tokenizer built in memory (nothing written)."""
-    from cli.models import build_tiny_tokenizer, load_tokenizer
-    from cli.rundir import RunDir
+    from cli.models.resolve import build_tiny_tokenizer, load_tokenizer
+    from cli.run.rundir import RunDir
 
     built = run_path is not None and (run_path / "base" / "tiny" / "config.json").exists()
     if str(cfg.model) == "tiny" and not built:
         return build_tiny_tokenizer(spec), "tiny (built in memory)"
-    from cli.data_prep import is_hub_model, offline_unless_reachable
+    from cli.prep.load import is_hub_model, offline_unless_reachable
 
     run = RunDir(run_path or "runs/default")  # only `tiny` would write there: handled above
     if is_hub_model(str(cfg.model)):
@@ -293,7 +293,7 @@ def _run_and_config(
     """The run directory (--run, else runs/default) and its config, or the defaults when py_rewards
     cannot validate one (a failed check)."""
     from cli.common import DEFAULT_RUN
-    from cli.rundir import RunDir, resolve_config
+    from cli.run.rundir import RunDir, resolve_config
 
     if run is not None:
         rundir = RunDir(run)
@@ -308,7 +308,7 @@ def _run_and_config(
     except ImportError as exc:
         # The config validates its format through py_rewards.spec; a py_rewards that does not import
         # (extension not built) is itself what the doctor must report.
-        from cli.config import Config
+        from cli.config.schema import Config
 
         cfg = Config()
         checks.append(Check("config", False, f"cannot validate without py_rewards ({exc}); using defaults"))
@@ -372,7 +372,7 @@ def _hardware_table(tinfo: dict[str, Any]) -> None:
 
 def _format_checks(rewards_module: Any, cfg: Config, run_path: Path | None, checks: list[Check]) -> None:
     """The format contract round trip: the generation prompt, the rewards' scores, the run's stages."""
-    from cli.rundir import RunDir
+    from cli.run.rundir import RunDir
 
     if rewards_module is None:
         checks.append(Check("rewards", False, "neither py_rewards nor py_rewards.reference can be imported"))

@@ -21,11 +21,11 @@ Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 
 from __future__ import annotations
 
-from cli.command_options import EvalOptions
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, err_console
+from cli.config.command_options import EvalOptions
+from cli.config.options import typed_options
 from cli.errors import handle_errors
-from cli.options import typed_options
-from cli.rundir import RunDir, dry_run_exit, run_config
+from cli.run.rundir import RunDir, dry_run_exit, run_config
 
 
 @handle_errors
@@ -37,9 +37,11 @@ def eval_(
     *,
     opts: EvalOptions,
 ) -> None:
-    from cli import eval_report, evaluation, loading
-    from cli.evaluation import EvalJob
-    from cli.vllm_generate import choose_engine
+    from cli.eval import evaluation
+    from cli.eval import report as eval_report
+    from cli.eval.evaluation import EvalJob
+    from cli.infer.vllm_engine import choose_engine
+    from cli.models import loading
 
     rd = RunDir(run)
     if dry_run:

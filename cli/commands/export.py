@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.command_options import ExportOptions
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
+from cli.config.command_options import ExportOptions
+from cli.config.options import check_choices, typed_options
 from cli.errors import handle_errors
 from cli.export.builders import Job, check_4bit
-from cli.options import check_choices, typed_options
-from cli.rundir import RunDir, dry_run_exit, run_config
+from cli.run.rundir import RunDir, dry_run_exit, run_config
 
 
 @handle_errors
@@ -34,7 +34,7 @@ def export(
     *,
     opts: ExportOptions,
 ) -> None:
-    from cli import gguf as gg
+    from cli.export import gguf as gg
 
     # ---- every check that needs no model, before any work ----------------------------------------
     types = gg.parse_types(opts.gguf) if opts.gguf is not None else []
@@ -54,7 +54,7 @@ def export(
     cfg = run_config(rd, config)
     stage, adapter = rd.pick_adapter(opts.source)
     _check_trained(adapter, opts.allow_zero)
-    from cli.models import resolve_model
+    from cli.models.resolve import resolve_model
 
     out = Path(opts.out) if opts.out is not None else rd.export_dir
     job = Job(rd=rd, cfg=cfg, spec=cfg.format_spec(), stage=stage, adapter=adapter,
@@ -75,7 +75,7 @@ def _check_run_writable(rd: RunDir) -> None:
 
 def _check_trained(adapter: Path, allow_zero: bool) -> None:
     """Seed 003's check before anything is built: an all-zero LoRA tensor means it never trained."""
-    from cli import loading
+    from cli.models import loading
 
     zeros = loading.zero_tensors(loading.load_adapter_tensors(adapter))
     if zeros and not allow_zero:

@@ -17,12 +17,12 @@ data/train.parquet is not modified, and `grpo prep` removes the filter (it is st
 
 from __future__ import annotations
 
-from cli.command_options import FilterOptions
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console
-from cli.config import Config
+from cli.config.command_options import FilterOptions
+from cli.config.options import check_choices, typed_options
+from cli.config.schema import Config
 from cli.errors import handle_errors
-from cli.options import check_choices, typed_options
-from cli.rundir import RunDir, dry_run_exit, run_config
+from cli.run.rundir import RunDir, dry_run_exit, run_config
 
 
 @handle_errors
@@ -56,7 +56,7 @@ def filter_(
 
 
 def _clear(rd: RunDir) -> None:
-    from cli import passrate
+    from cli.train import passrate
 
     rd.ensure()
     rd.hold("grpo filter")
@@ -69,8 +69,9 @@ def _clear(rd: RunDir) -> None:
 
 def _start(rd: RunDir, cfg: Config, opts: FilterOptions, adapter: str, keep: str) -> None:
     """Every check that needs no model, then the filter."""
-    from cli import loading, passrate
-    from cli.vllm_generate import choose_engine
+    from cli.infer.vllm_engine import choose_engine
+    from cli.models import loading
+    from cli.train import passrate
 
     rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
     adapters = rd.adapters()

@@ -21,16 +21,17 @@ from typing import Annotated, Any
 
 import typer
 
-from cli import distributed, ranks
 from cli.commands.sft import check_model_unchanged
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, PresetOpt, RunOpt, err_console
-from cli.config import LOG, TRAIN, Config
-from cli.distributed import Plan
+from cli.config.options import config_options, typed_options
+from cli.config.schema import LOG, TRAIN, Config
 from cli.errors import handle_errors
-from cli.options import config_options, typed_options
-from cli.rundir import RunDir, resolve_config
+from cli.run import ranks
+from cli.run.rundir import RunDir, resolve_config
+from cli.train import distributed
+from cli.train.distributed import Plan
 
-# The config keys `grpo grpo` takes as flags (flag, help, bounds and panel are declared in cli/config.py).
+# The config keys `grpo grpo` takes as flags (flag, help, bounds, panel: declared in cli/config/schema.py).
 FLAGS = (
     "model", "backend", "lora.dora", "grpo.gens", "grpo.batch_size", "grpo.max_completion_length",
     "grpo.temperature", "grpo.vllm", "grpo.max_steps", "grpo.learning_rate", "grpo.beta", "grpo.loss_type",
@@ -40,7 +41,7 @@ FLAGS = (
 
 @handle_errors
 @config_options(*FLAGS)
-@typed_options(Plan)  # the launcher flags (cli/command_options.py: LaunchOptions)
+@typed_options(Plan)  # the launcher flags (cli/config/command_options.py: LaunchOptions)
 def grpo(
     run: RunOpt = DEFAULT_RUN,
     config: ConfigOpt = None,
@@ -68,7 +69,7 @@ def grpo(
     opts: Plan,
     overrides: dict[str, Any],
 ) -> None:
-    from cli.training import grpo_setup
+    from cli.train import grpo_setup
 
     rd = RunDir(run)
     check_model_unchanged(rd, overrides.get("model"))
@@ -94,8 +95,8 @@ def grpo(
 
 def _train(rd: RunDir, cfg: Config, setup: Any, scale: dict[str, Any]) -> None:
     """The GRPO stage in this process, recorded in the manifest (also when Ctrl-C stopped it)."""
-    from cli.training.stages import run_grpo
-    from cli.training.stopping import interrupted_note
+    from cli.train.stages import run_grpo
+    from cli.train.stopping import interrupted_note
 
     with rd.stage("grpo", cfg, backend=setup.backend, **scale) as info:
         info.update(run_grpo(cfg, rd, setup))
@@ -105,7 +106,7 @@ def _train(rd: RunDir, cfg: Config, setup: Any, scale: dict[str, Any]) -> None:
 
 def _relaunch(rd: RunDir, cfg: Config, plan: Plan, attempt: int) -> None:
     """Start this same command under `accelerate launch` with a generated config; exit with its code."""
-    from cli.training.checkpoints import ATTEMPT_ENV
+    from cli.train.checkpoints import ATTEMPT_ENV
 
     os.environ[ATTEMPT_ENV] = str(attempt)  # the ranks of --gpus N write to the same attempt
     try:

@@ -29,10 +29,10 @@ from cli.common import (
     RunOpt,
     console,
 )
-from cli.config import Config
+from cli.config.options import config_options
+from cli.config.schema import Config
 from cli.errors import handle_errors
-from cli.options import config_options
-from cli.rundir import RunDir, resolve_config
+from cli.run.rundir import RunDir, resolve_config
 
 
 @handle_errors
@@ -55,7 +55,7 @@ def prep(
     *,
     overrides: dict[str, Any],
 ) -> None:
-    from cli import data_prep as dp
+    from cli.prep import load as dp
 
     if name is not None and name not in dp.DATASETS:
         raise GrpoError(f"unknown dataset {name!r}: choose from {dp.dataset_names()} (or add --source FILE)")
@@ -72,8 +72,8 @@ def _resolve(
 ) -> tuple[Config, Any]:
     """The run's config with this prep's flags; a different dataset does not inherit the last one's
     --source/--limit/--keep-non-numeric."""
-    from cli import data_prep as dp
-    from cli.config import resolve
+    from cli.config.schema import resolve
+    from cli.prep import load as dp
 
     saved = rundir.saved_config() if rundir.path.is_dir() else None
     cfg = resolve_config(rundir, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
@@ -93,15 +93,15 @@ def _resolve(
 
 def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
     """Load, filter and write the dataset (and, for a GRPO set without worked solutions, the warm-up set)."""
-    from cli import data_prep as dp
-    from cli import passrate
-    from cli import prep_steps as steps
+    from cli.prep import load as dp
+    from cli.prep import steps as steps
+    from cli.train import passrate
 
     pc = cfg.prep
     # ---- load + parse (before the tokenizer: a bad file fails in a second) -----------------------
     loaded, schema, parsed = steps.load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
 
-    from cli.models import describe_model, load_tokenizer
+    from cli.models.resolve import describe_model, load_tokenizer
 
     if dp.is_hub_model(str(cfg.model)):
         with dp.offline_unless_reachable():
@@ -127,7 +127,7 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
         )
 
     # ---- write ----------------------------------------------------------------------------------
-    from cli.atomic import atomic_write_json
+    from cli.run.atomic import atomic_write_json
 
     data_dir = rundir.data_dir
     stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
@@ -168,7 +168,7 @@ def _warmup_note(
     rundir: RunDir, ds: Any, built: Any, warm: tuple[dict[str, Any], Path] | None, explicit: str | None
 ) -> None:
     """What `grpo sft` will train on: the warm-up set prep added (its table), the explicit one, or train's."""
-    from cli import prep_steps as steps
+    from cli.prep import steps as steps
 
     if warm is not None:
         w_stats, w_path = warm

@@ -18,11 +18,11 @@ import sys
 
 import typer
 
-from cli.command_options import ServeOptions
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, ModelOpt, RunOpt, err_console
+from cli.config.command_options import ServeOptions
+from cli.config.options import typed_options
 from cli.errors import handle_errors
-from cli.options import typed_options
-from cli.rundir import RunDir, dry_run_exit, resolve_config
+from cli.run.rundir import RunDir, dry_run_exit, resolve_config
 
 
 def serve_command(model_path: str, opts: ServeOptions, *, max_model_len: int) -> list[str]:
@@ -62,7 +62,7 @@ def serve(
 ) -> None:
     rd = RunDir(run)
     cfg = resolve_config(rd, config_file=config, overrides={"model": model}, dry_run=False)
-    from cli.models import resolve_model
+    from cli.models.resolve import resolve_model
 
     if dry_run:
         # The resolved config and the exact server command, with the model as the run names it

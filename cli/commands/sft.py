@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, PresetOpt, RunOpt, err_console
+from cli.config.options import config_options
 from cli.errors import handle_errors
-from cli.options import config_options
-from cli.rundir import RunDir, resolve_config
+from cli.run.rundir import RunDir, resolve_config
 
 
 def check_model_unchanged(run: RunDir, model: str | None) -> None:
@@ -43,15 +43,15 @@ def sft(
     cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
     if not (rd.data_dir / "sft.parquet").exists():  # openmath-mini's SFT set, else the train set's solutions
         rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
-    from cli import distributed
-    from cli.training.backends import choose_backend
+    from cli.train import distributed
+    from cli.train.backends import choose_backend
 
     note = distributed.one_gpu_per_process()
     if note:
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
     rd.hold("grpo sft")
-    from cli.training.stages import run_sft
+    from cli.train.stages import run_sft
 
     with rd.stage("sft", cfg, backend=chosen) as info:
         info.update(run_sft(cfg, rd, backend=chosen))
@@ -59,6 +59,6 @@ def sft(
     # remembered by the run (issue #15).
     rd.save_config(cfg)  # remembers the model (and flags) for the next stages
     if info.get("interrupted_at_step") is not None:
-        from cli.training.stopping import interrupted_note
+        from cli.train.stopping import interrupted_note
 
         interrupted_note(info, "re-run `grpo sft` to train again")

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli import loading, prompting, run_data
 from cli.common import GrpoError, console
-from cli.config import Config
+from cli.config.schema import Config
 from cli.export.staging import size
 from cli.export.verify import VERIFY_DTYPE, Verifier, safetensors_zeros, verify_gguf, verify_hf
-from cli.rundir import ADAPTER_WEIGHTS, MERGED_DIRNAME, RunDir
+from cli.infer import prompting
+from cli.models import loading
+from cli.run import data as run_data
+from cli.run.rundir import ADAPTER_WEIGHTS, MERGED_DIRNAME, RunDir
 
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
@@ -236,7 +238,7 @@ def build_gguf(job: Job, built: Built) -> None:
     llama.cpp's quantizer for k-quants; a Modelfile and the contract beside each file."""
     import torch
 
-    from cli import gguf as gg
+    from cli.export import gguf as gg
 
     # k-quants start from a 16-bit GGUF: bf16 for a bf16 model (no overflow), else f16.
     inter_type = "bf16" if built.base_dtype == torch.bfloat16 else "f16"
@@ -276,7 +278,7 @@ def build_gguf(job: Job, built: Built) -> None:
 
 def _gguf_sidecars(job: Job, built: Built, target: Path) -> None:
     """The Ollama Modelfile and the format contract beside a GGUF file."""
-    from cli import gguf as gg
+    from cli.export import gguf as gg
 
     cfg = job.cfg
     eos = built.tokenizer.eos_token or ""
@@ -294,7 +296,7 @@ def _gguf_sidecars(job: Job, built: Built, target: Path) -> None:
 
 
 def _gguf_artifact(job: Job, built: Built, target: Path, t: str, fallback: str | None) -> dict[str, Any]:
-    from cli import gguf as gg
+    from cli.export import gguf as gg
 
     info = gg.inspect_gguf(target)
     meta = info.metadata

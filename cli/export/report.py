@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.atomic import atomic_write_json
 from cli.common import console
 from cli.export.staging import human
+from cli.run.atomic import atomic_write_json
 
 AGREEMENT = (
     "token_match: identical tokens at the same position / tokens of the longer "

@@ -48,7 +48,7 @@ class Verifier:
         self.ref_scores: Any = None
 
     def run_reference(self, model: Any, tokenizer: Any) -> None:
-        from cli import generation, prompting
+        from cli.infer import generation, prompting
 
         self.prompts = [prompting.prompt_text(tokenizer, self.spec, r["question"]) for r in self.rows]
         self.prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in self.prompts]
@@ -58,7 +58,7 @@ class Verifier:
         self.ref_scores = self._score([g.text for g in self.reference])
 
     def _score(self, texts: list[str]) -> Any:
-        from cli import scoring
+        from cli.eval import scoring
 
         return scoring.score(
             self.spec,
@@ -68,7 +68,7 @@ class Verifier:
         )
 
     def compare(self, gens: list[Any]) -> dict[str, Any]:
-        from cli import generation
+        from cli.infer import generation
 
         if not self.rows:
             return {}
@@ -107,7 +107,8 @@ def verify_hf(
 ) -> dict[str, Any]:
     """Reload an HF artifact (merged folder, or base + exported adapter) and decode the prompts in
     ``dtype`` (float32 like the reference: a 16-bit merge is judged by its rounded weights alone)."""
-    from cli import generation, loading
+    from cli.infer import generation
+    from cli.models import loading
 
     if adapter is not None:
         assert base_path is not None
@@ -126,8 +127,8 @@ def verify_hf(
 
 def verify_gguf(ver: Verifier, path: Path) -> dict[str, Any]:
     """Reload the GGUF in llama.cpp (a child process) and decode the HF prompt ids greedily."""
-    from cli import generation
-    from cli import gguf as gg
+    from cli.export import gguf as gg
+    from cli.infer import generation
 
     out = gg.generate(path, ver.prompts, ver.prompt_ids, ver.max_new_tokens)
     result: dict[str, Any] = {"reloaded": True}

@@ -1,0 +1,622 @@
+"""Typed run configuration: defaults < run's saved config < preset < --config YAML < flags.
+
+The resolved config is written to ``<run>/config.yaml`` by each stage, so later stages need no
+``--model``: the model chosen at the first stage is remembered by the run.
+
+Long because: every option is declared here once — type, default, help, flag, bounds, choices
+(:func:`cli.config.settings.setting`) — and the seed presets sit beside the defaults they change; split up,
+the declaration would be in several places again.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.common import GrpoError
+from cli.config.settings import check_fields, setting
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
+
+# Seed 000's random seed (``random_state = 3407``): the default of every seeded step (data split, LoRA init,
+# sampling, the tiny model's weights).
+SEED = 3407
+
+SEED_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+# Help panels of the flags (rich_help_panel).
+MODEL, DATA, TRAIN, SAMPLING, LOG, SCALE = (
+    "Model", "Data", "Training", "Sampling", "Checkpoints and logging", "Several GPUs"
+)  # fmt: skip
+
+
+@dataclass
+class LoraConfig:
+    r: int = setting(16, help="LoRA rank.", gt=0)
+    alpha: int = setting(16, help="LoRA alpha (seed 003: 2r).", gt=0)
+    dropout: float = setting(0.0, help="LoRA dropout.", ge=0, lt=1)
+    rslora: bool = setting(True, help="Rank-stabilised LoRA (alpha/sqrt(r)).")
+    # DoRA costs ~12x per GRPO step under Unsloth (DESIGN.md) and vLLM cannot serve it: off by default.
+    dora: bool = setting(
+        False,
+        help="DoRA on a fresh adapter (~12x slower per step; vLLM cannot serve it).",
+        flag="--dora/--no-dora",
+        panel=TRAIN,
+    )
+    target_modules: list[str] = setting(
+        default_factory=lambda: list(SEED_TARGETS), help="Modules LoRA adapts."
+    )
+    gradient_checkpointing: str = setting("unsloth", help="unsloth, true or false.")
+
+
+@dataclass
+class PrepConfig:
+    dataset: str = setting("gsm8k", help="dapo, gsm8k, math, openmath-mini or openr1 (`grpo prep NAME`).")
+    source: str | None = setting(
+        None,
+        help="Local .jsonl/.json/.parquet/.csv instead of the hub.",
+        flag="--source",
+        panel=DATA,
+        path=True,
+    )
+    # None -> the dataset's own split (MATH-500: test; openmath-mini: cot)
+    split: str | None = setting(None, help="Hub split (default: the dataset's own).")
+    limit: int | None = setting(None, help="Read only the first N rows.", flag="--limit", panel=DATA, ge=1)
+    eval_size: int = setting(
+        50, help="Prompts held out for evaluation (default 50).", flag="--eval-size", panel=DATA, ge=0
+    )
+    prompt_quantile: float = setting(
+        0.9,
+        help="Keep prompts up to this token-length quantile (seed 000: 0.9).",
+        flag="--quantile",
+        panel=DATA,
+        gt=0,
+        le=1,
+    )
+    keep_non_numeric: bool = setting(
+        False,
+        help="Keep answers that are not numbers (MATH-style: fractions, expressions); seed 000 keeps "
+        "numeric ones only.",
+        flag="--keep-non-numeric/--numeric-only",
+        panel=DATA,
+    )
+    seed: int = setting(SEED, help="Seed of the held-out split.")
+
+
+@dataclass
+class SFTConfig:
+    max_steps: int = setting(
+        60, help="Optimizer steps (seed 000: 60).", flag="--max-steps", panel=TRAIN, ge=0,
+        want="0 (use sft.epochs) or more",
+    )  # fmt: skip
+    # seed 003 trains 2 epochs; max_steps wins when both are set
+    epochs: float | None = setting(None, help="Epochs, when max_steps is 0 (seed 003: 2).", gt=0)
+    learning_rate: float = setting(
+        2e-4, help="Learning rate (seed 000: 2e-4).", flag="--lr", panel=TRAIN, gt=0
+    )
+    batch_size: int = setting(2, help="Examples per device step.", ge=1)
+    grad_accum: int = setting(4, help="Gradient accumulation steps.", ge=1)
+    warmup_steps: int = setting(5, help="Warm-up steps.", ge=0)
+    packing: bool = setting(True, help="Pack short examples into one sequence (needs FlashAttention).")
+    num_examples: int = setting(
+        59, help="How many format examples to train on (seed 000: ~59).", flag="--examples", panel=TRAIN, ge=1
+    )
+    # Short worked solutions teach a small model to close the tags before a generation budget runs out.
+    max_example_tokens: int = setting(
+        0,
+        help="Keep format examples up to this many tokens (whole chat); 0: max_seq_length/2 (seed 000).",
+        ge=0,
+        want="0 (max_seq_length/2) or positive",
+    )
+    logging_steps: int = setting(5, help="Log every N steps.", ge=1)
+    optim: str = setting(
+        "auto", help="Optimizer: auto (adamw_8bit where bitsandbytes works, else adamw_torch)."
+    )
+    weight_decay: float = setting(0.0, help="Weight decay.", ge=0)
+    save_steps: int = setting(0, help="Checkpoint every N steps (0: only at the end).", ge=0)
+
+
+@dataclass
+class RewardSpec:
+    name: str
+    weight: float = 1.0
+
+
+def _seed000_rewards() -> list[RewardSpec]:
+    return [
+        RewardSpec("match_format_exactly"),
+        RewardSpec("match_format_approximately"),
+        RewardSpec("check_answer_accuracy"),
+        RewardSpec("check_numeric_extraction"),
+    ]
+
+
+@dataclass
+class GRPOConfig:
+    gens: int = setting(
+        4,
+        help="Completions per prompt, the group size G (seed 000: 4).",
+        flag="--gens",
+        panel=SAMPLING,
+        ge=2,
+        want="at least 2 (GRPO compares completions within a group)",
+    )
+    max_steps: int = setting(
+        100, help="Optimizer steps (seed 000: 100).", flag="--max-steps", panel=TRAIN, ge=1
+    )
+    learning_rate: float = setting(
+        5e-6, help="Learning rate (seed 000: 5e-6).", flag="--lr", panel=TRAIN, gt=0
+    )
+    weight_decay: float = setting(0.001, help="Weight decay (seed 000: 0.001).", ge=0)
+    warmup_ratio: float = setting(0.1, help="Share of the steps spent warming up.", ge=0, lt=1)
+    lr_scheduler: str = setting("linear", help="Learning-rate schedule (TRL lr_scheduler_type).")
+    optim: str = setting(
+        "auto", help="Optimizer: auto (adamw_8bit where bitsandbytes works, else adamw_torch)."
+    )
+    temperature: float = setting(
+        1.0, help="Sampling temperature (seed 000: 1.0).", flag="--temperature", panel=SAMPLING, gt=0
+    )
+    min_p: float = setting(0.1, help="min_p sampling (seed 000: 0.1).", ge=0, le=1)
+    top_p: float = setting(1.0, help="top_p sampling.", gt=0, le=1)
+    top_k: int | None = setting(None, help="top_k sampling (0 or unset: off).", ge=0, want="0 (off) or more")
+    beta: float = setting(
+        0.0, help="KL coefficient (0: no reference model).", flag="--beta", panel=TRAIN, ge=0
+    )
+    loss_type: str = setting(
+        "dapo", help="TRL loss: dapo, grpo, dr_grpo, bnpo, ...", flag="--loss-type", panel=TRAIN
+    )
+    # PPO clip range. Passed explicitly so that every backend trains the same objective: Unsloth turns an
+    # explicit loss_type "dapo" into the DAPO paper's clip-higher (0.28) and masked truncations unless
+    # told otherwise, while TRL keeps these defaults (what seed 000, which names no loss_type, ran).
+    epsilon: float = setting(0.2, help="PPO clip range.", gt=0)
+    epsilon_high: float | None = setting(None, help="Upper clip (unset: epsilon; DAPO paper: 0.28).", gt=0)
+    mask_truncated_completions: bool = setting(
+        False, help="Truncated completions get no loss (DAPO paper: true)."
+    )
+    scale_rewards: str = setting(
+        "group",
+        help="Advantage scaling: group, batch or none.",
+        flag="--scale-rewards",
+        panel=TRAIN,
+        choices=("group", "batch", "none"),
+    )
+    importance_sampling_level: str = setting(
+        "token",
+        help=(
+            "Importance ratio per token (PPO/GRPO) or per sequence (GSPO: one length-normalised ratio). The"
+            " two differ only off-policy: num_iterations > 1 or steps_per_generation > grad_accum."
+        ),
+        choices=("token", "sequence"),
+    )
+    # Off-policy knobs (TRL's names). One generation per optimizer step and one pass (the defaults, seed 000)
+    # is on-policy: the importance ratio is 1, the clip range and GSPO change nothing.
+    num_iterations: int = setting(
+        1, help="Optimizer passes over each generation batch (the GRPO paper's mu; >1 is off-policy).", ge=1
+    )
+    steps_per_generation: int | None = setting(
+        None,
+        help="Optimizer steps per rollout: one generation of batch x this many completions, used in slices "
+        "(default: grad_accum; the GSPO paper: 4).",
+        ge=1,
+    )
+    batch_size: int | None = setting(
+        None,
+        help="Completions per device step; a multiple of --gens (default: --gens, one prompt per step).",
+        flag="--batch-size",
+        panel=SAMPLING,
+        ge=1,
+    )
+    grad_accum: int = setting(1, help="Gradient accumulation steps.", ge=1)
+    max_prompt_length: int | None = setting(None, help="Prompt token cap (default: prep's p90 cut).", ge=1)
+    max_completion_length: int | None = setting(
+        None,
+        help="Completion token cap (default: max_seq_length minus prep's prompt cut).",
+        flag="--max-completion-length",
+        panel=SAMPLING,
+        ge=1,
+    )
+    save_steps: int = setting(
+        50,
+        help="Checkpoint every N steps (0: only at the end).",
+        flag="--save-steps",
+        panel=LOG,
+        ge=0,
+        want="0 (no checkpoints) or more",
+    )
+    logging_steps: int = setting(1, help="Log every N steps.", ge=1)
+    # A custom reward that never returns would hang the run with Ctrl-C ignored (issue 11, row 8); the
+    # built-in rewards are linear-time Rust and are not timed.
+    reward_timeout: float = setting(
+        60.0, help="Seconds a custom (dotted-path) reward may take per call; 0: no limit.", ge=0,
+        want="0 (no limit) or more seconds",
+    )  # fmt: skip
+    rewards: list[RewardSpec] = setting(
+        default_factory=_seed000_rewards,
+        help="Comma list of name[=weight]: py_rewards names or dotted paths (default: the four seed-000 "
+        "rewards).",
+        flag="--rewards",
+        panel=TRAIN,
+    )
+    report_to: str = setting(
+        "none",
+        help="tensorboard, wandb, swanlab or none.",
+        flag="--report-to",
+        panel=LOG,
+        choices=("none", "tensorboard", "wandb", "swanlab"),
+    )
+    vllm: str = setting(
+        "auto",
+        help="Rollouts through vLLM: auto (GPU + vllm installed), on or off.",
+        flag="--vllm",
+        panel=SAMPLING,
+        choices=("auto", "on", "off"),
+    )
+    vllm_server: str = setting(
+        "",
+        help="HOST:PORT of a TRL vLLM server (`grpo serve`): rollouts come from it (TRL server mode).",
+        flag="--vllm-server",
+        panel=SCALE,
+    )
+    # vLLM's share of the GPU: auto sizes it from the rollout (weights + KV + margin); a fraction overrides.
+    gpu_memory_utilization: float | str = setting(
+        "auto", help="vLLM's share of the GPU: auto (sized from the rollout) or a fraction."
+    )
+    max_grad_norm: float = setting(1.0, help="Gradient clipping.", gt=0)
+
+    @property
+    def per_device_batch(self) -> int:
+        """Completions per device step: batch_size, else one prompt's group (gens)."""
+        return self.batch_size or self.gens
+
+    @property
+    def rollout_steps(self) -> int:
+        """Per-device batches generated in one rollout (TRL's steps_per_generation, default grad_accum)."""
+        return self.steps_per_generation or self.grad_accum
+
+
+@dataclass
+class Config:
+    model: str = setting(
+        "tiny",
+        help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or 'gemma3-270m' (offline "
+        "from PyPI). Remembered by the run.",
+        flag="--model",
+        panel=MODEL,
+    )
+    backend: str = setting(
+        "auto",
+        help="unsloth (default when importable) or hf (transformers + peft + TRL).",
+        flag="--backend",
+        panel=MODEL,
+        choices=("auto", "unsloth", "hf"),
+    )
+    format: Any = setting(
+        "seed000", help="Format preset name (seed000, seed001) or a mapping of FormatSpec fields."
+    )
+    preset: str | None = setting(None, help="Seed preset the run started from.")
+    seed: int = setting(SEED, help="Random seed (seed 000: 3407).")
+    max_seq_length: int = setting(2048, help="Context length of training.", ge=16)
+    load_in_4bit: bool = setting(False, help="Load the base model in 4 bit (QLoRA).")
+    dtype: str = setting("auto", help="auto, bfloat16, float16 or float32.")
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    prep: PrepConfig = field(default_factory=PrepConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def format_spec(self) -> FormatSpec:
+        from py_rewards.spec import get_spec
+
+        try:
+            return get_spec(self.format)
+        except (ValueError, TypeError) as exc:
+            raise GrpoError(f"config 'format': {exc}") from None
+
+
+# Seed presets. Only what differs from the defaults above.
+PRESETS: dict[str, dict[str, Any]] = {
+    # Seed 000: Qwen3-4B-Base two-stage; rsLoRA + DoRA r=16; G=4; DAPO.
+    "qwen3-4b": {
+        "model": "unsloth/Qwen3-4B-Base",
+        "format": "seed000",
+        "max_seq_length": 2048,
+        "lora": {"r": 16, "alpha": 16, "rslora": True, "dora": True},
+        "prep": {"dataset": "dapo"},
+        "sft": {"max_steps": 60, "learning_rate": 2e-4, "batch_size": 2, "grad_accum": 4, "warmup_steps": 5},
+        "grpo": {
+            "gens": 4,
+            "max_steps": 100,
+            "learning_rate": 5e-6,
+            "weight_decay": 0.001,
+            "warmup_ratio": 0.1,
+            "lr_scheduler": "linear",
+            "temperature": 1.0,
+            "min_p": 0.1,
+        },
+    },
+    # Seed 001: Llama-3.2-3B-Instruct; r=64, alpha=128, rsLoRA + DoRA; <<..>>/\boxed{} format; cosine.
+    "llama3.2-3b": {
+        "model": "unsloth/Llama-3.2-3B-Instruct",
+        "format": "seed001",
+        "max_seq_length": 2048,
+        "lora": {"r": 64, "alpha": 128, "rslora": True, "dora": True},
+        "prep": {"dataset": "openr1"},
+        "sft": {"max_steps": 10, "learning_rate": 5e-5, "batch_size": 2, "grad_accum": 4},
+        "grpo": {
+            "gens": 4,
+            "max_steps": 500,
+            "learning_rate": 5e-6,
+            "weight_decay": 0.001,
+            "warmup_ratio": 0.1,
+            "lr_scheduler": "cosine",
+            "temperature": 1.0,
+            "min_p": 0.1,
+            "max_prompt_length": 512,
+            "max_completion_length": 1024,
+            "rewards": [
+                {"name": "strict_format_reward_func"},
+                {"name": "int_parsable_reward_func"},
+                {"name": "cosine_correctness_reward_func"},
+            ],
+        },
+    },
+    # Seed 003: Qwen3-8B; r=32, alpha=2r; fast_inference with gpu_memory_utilization 0.7; SwanLab.
+    "qwen3-8b": {
+        "model": "Qwen/Qwen3-8B",
+        "format": "seed000",
+        "max_seq_length": 2048,
+        "lora": {"r": 32, "alpha": 64, "rslora": False, "dora": False},
+        "prep": {"dataset": "dapo"},
+        "sft": {"max_steps": 0, "epochs": 2, "learning_rate": 2e-4, "batch_size": 1, "grad_accum": 1},
+        "grpo": {
+            "gens": 4,
+            "max_steps": 100,
+            "learning_rate": 5e-6,
+            "weight_decay": 0.01,
+            "warmup_ratio": 0.1,
+            "lr_scheduler": "linear",
+            "temperature": 1.0,
+            "save_steps": 100,
+            "report_to": "swanlab",
+            "gpu_memory_utilization": 0.7,
+        },
+    },
+}
+
+
+_SECTIONS: dict[str, type] = {"lora": LoraConfig, "prep": PrepConfig, "sft": SFTConfig, "grpo": GRPOConfig}
+
+
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict) and key != "format":
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
+    """Instantiate dataclass ``cls`` from ``data``; unknown keys are a clear error."""
+    if not isinstance(data, Mapping):
+        raise GrpoError(
+            f"config section {where or 'top level'!r} must be a mapping, got {type(data).__name__}"
+        )
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise GrpoError(
+            f"unknown config key(s) {', '.join(repr(f'{where}.{k}'.lstrip('.')) for k in unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    kwargs: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)
+    for name, value in data.items():
+        section = _SECTIONS.get(name) if cls is Config else None
+        if section is not None:
+            kwargs[name] = _build(section, value, name)
+        elif name == "rewards":
+            kwargs[name] = _rewards(value)
+        elif name == "format":
+            kwargs[name] = value  # a preset name or a mapping: FormatSpec checks it
+        else:
+            kwargs[name] = _coerce(value, hints[name], f"{where}.{name}".lstrip("."))
+    return cls(**kwargs)
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    """``value`` as the field's type, or one error that names the key.
+
+    YAML 1.1 reads ``1e-3`` as a string (it wants ``1.0e-3``) and ``"2"`` stays a string: numbers written as
+    text are taken as numbers; anything else of the wrong type (``max_steps: two``) is refused here, before
+    the run saves the config or loads a model.
+    """
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(value, option, key)
+            except GrpoError as exc:
+                errors.append(str(exc))
+        if len(errors) == 1:
+            raise GrpoError(errors[0])
+        raise GrpoError(f"config {key!r}: {value!r} is not {_type_name(hint)}")
+    if typing.get_origin(hint) is list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise GrpoError(f"config {key!r}: expected a list, got {value!r}")
+        inner = args[0] if args else str
+        return [_coerce(v, inner, key) for v in value]
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        word = value.strip().lower() if isinstance(value, str) else None
+        if word in _TRUE or word in _FALSE:
+            return word in _TRUE
+        raise GrpoError(f"config {key!r}: expected true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool):
+            raise GrpoError(f"config {key!r}: expected a whole number, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = math.nan
+            if math.isfinite(number) and number.is_integer():
+                return int(number)
+        raise GrpoError(f"config {key!r}: expected a whole number, got {value!r}")
+    if hint is float:
+        if isinstance(value, bool):
+            raise GrpoError(f"config {key!r}: expected a number, got {value!r}")
+        if isinstance(value, (int, float)):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                raise GrpoError(f"config {key!r}: expected a number, got {value!r}") from None
+        else:
+            raise GrpoError(f"config {key!r}: expected a number, got {value!r}")
+        if not math.isfinite(number):
+            raise GrpoError(f"config {key!r}: expected a finite number, got {value!r}")
+        return number
+    if hint is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise GrpoError(f"config {key!r}: expected text, got {value!r}")
+    return value
+
+
+def _type_name(hint: Any) -> str:
+    names = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
+    options = [a for a in typing.get_args(hint) if a is not type(None)]
+    parts = [names.get(a, getattr(a, "__name__", str(a))) for a in options]
+    return " or ".join(parts)
+
+
+def _rewards(value: Any) -> list[RewardSpec]:
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()]
+    out = []
+    for item in value or []:
+        if isinstance(item, RewardSpec):
+            out.append(item)
+        elif isinstance(item, str):
+            name, _, weight = item.strip().partition("=")
+            out.append(RewardSpec(name.strip(), float(weight) if weight else 1.0))
+        elif isinstance(item, Mapping) and "name" in item:
+            out.append(RewardSpec(str(item["name"]), float(item.get("weight", 1.0))))
+        else:
+            raise GrpoError(f"bad reward entry {item!r}: use a name, 'name=weight' or {{name:, weight:}}")
+    return out
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # not at import time: `grpo --help` builds its options from this module
+
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise GrpoError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise GrpoError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise GrpoError(f"malformed YAML in {path}{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise GrpoError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def resolve(
+    *,
+    saved: Mapping[str, Any] | None = None,
+    preset: str | None = None,
+    config_file: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Merge the layers and validate. ``overrides`` uses dotted keys (``grpo.gens``) and skips Nones."""
+    data: dict[str, Any] = Config().to_dict()
+    if saved:
+        data = deep_merge(data, saved)
+    file_data = load_yaml(config_file) if config_file else {}
+    preset = preset or file_data.get("preset")
+    if preset:
+        if preset not in PRESETS:
+            raise GrpoError(f"unknown preset {preset!r} (choose from {', '.join(PRESETS)})")
+        data = deep_merge(data, PRESETS[preset])
+        data["preset"] = preset
+    if file_data:
+        data = deep_merge(data, file_data)
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    cfg = _build(Config, data, "")
+    validate(cfg)
+    return cfg
+
+
+def parse_utilization(value: Any) -> float | None:
+    """``auto`` → None; a number in (0, 1) → that number; anything else is a config error."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise GrpoError(
+            f"grpo.gpu_memory_utilization must be auto or a fraction in (0, 1), not {value!r}"
+        ) from None
+    if not 0 < number < 1:
+        raise GrpoError(f"grpo.gpu_memory_utilization must be auto or a fraction in (0, 1), not {number:g}")
+    return number
+
+
+def validate(cfg: Config) -> None:
+    """Every rule once: the declared bounds and choices of each field, then what spans fields."""
+    if cfg.sft.max_example_tokens < 0:  # its message predates the declared rules (tests and users know it)
+        raise GrpoError("sft.max_example_tokens must be 0 (max_seq_length/2) or positive")
+    check_fields(cfg)
+    parse_utilization(cfg.grpo.gpu_memory_utilization)
+    if cfg.sft.max_steps == 0 and cfg.sft.epochs is None:
+        raise GrpoError("config 'sft.max_steps' is 0: set sft.epochs, or a number of steps")
+    cfg.format_spec()  # raises on a bad format section
+
+
+def to_yaml(cfg: Config) -> str:
+    import yaml
+
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)

@@ -1,0 +1,271 @@
+"""`grpo eval`'s work: the held-out rows, greedy completions of every checkpoint, their scores.
+
+The command (cli/commands/eval.py) parses and reports; the report files and table are
+:mod:`cli.eval.report`. One base model is loaded; each adapter is attached to it in turn (HF), or
+vLLM decodes every checkpoint's prompts at once (``--engine vllm``).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.common import GrpoError, err_console
+from cli.config.schema import Config
+from cli.eval import scoring
+from cli.infer import generation, prompting
+from cli.models import loading
+from cli.run.data import eval_rows
+from cli.run.rundir import RunDir
+
+if TYPE_CHECKING:
+    from py_rewards.spec import FormatSpec
+
+BUNDLED = {"gsm8k": "gsm8k_test.jsonl", "math": "math500.jsonl", "math500": "math500.jsonl"}
+
+
+def _with_prep(name: str | None, source: Path | None, limit: int | None) -> tuple[list[dict[str, str]], str]:
+    """Rows through prep's loader and schema detection (cli/prep/load.py).
+
+    A hub name loads its *test* split; offline, the bundled test sample stands in.
+    """
+    from cli.prep import load as dp
+
+    if source is not None:
+        loaded = dp.read_file(source)
+        label = str(source)
+    else:
+        assert name is not None
+        ds = dp.DATASETS.get(name)
+        if ds is None:
+            raise GrpoError(f"unknown --data {name!r}: choose gsm8k or math, or pass --source FILE")
+        try:
+            loaded = dp.load_hub(ds, split="test")
+            label = loaded.source
+        except GrpoError:  # hub unreachable, not cached, or no `datasets` package
+            if name not in BUNDLED:
+                raise
+            from cli.run.data import SAMPLES
+
+            loaded = dp.read_file(SAMPLES / BUNDLED[name])
+            label = f"{name} (bundled test sample {BUNDLED[name]}; hub not available)"
+    schema = dp.detect_schema(loaded.records, label)
+    parsed = dp.parse_records(loaded.records, schema)
+    rows = [{"question": q, "answer": a} for q, a in zip(parsed.questions, parsed.answers, strict=False)]
+    if not rows:
+        raise GrpoError(f"{label} has no usable rows (need a question/problem and an answer)")
+    return (rows[:limit] if limit is not None else rows), label
+
+
+def load_rows(
+    run: RunDir, data: str | None, source: Path | None, limit: int | None
+) -> tuple[list[dict[str, str]], str]:
+    """The eval rows and a label saying where they came from."""
+
+    if source is not None or data is not None:
+        return _with_prep(data.lower() if data else None, source, limit)
+    rows = eval_rows(run, limit)
+    if not rows:
+        raise GrpoError(
+            f"no held-out split in {run.path} (data/eval.parquet): "
+            f"run `grpo prep NAME --run {run.path}` first, "
+            "or pass --data gsm8k|math or --source FILE"
+        )
+    return rows, "data/eval.parquet"
+
+
+LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
+
+
+def intervals(format_ok: list[bool], correct: list[bool], rewards: list[float]) -> dict[str, Any]:
+    """95 % intervals: Wilson for the two rates, normal for the mean reward (format + answer rewards)."""
+    from cli.eval.stats import mean_ci, wilson
+
+    n = len(rewards)
+    mean, lo, hi = mean_ci(rewards)
+    return {
+        "format_compliance_ci95": [round(x, 4) for x in wilson(sum(format_ok), n)],
+        "accuracy_ci95": [round(x, 4) for x in wilson(sum(correct), n)],
+        "mean_reward": round(mean, 4),
+        "mean_reward_ci95": [round(lo, 4), round(hi, 4)],
+    }
+
+
+def paired_differences(per_prompt: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Later checkpoint minus earlier, on the same prompts (sft − base, grpo − sft)."""
+    from cli.eval.stats import paired_bootstrap
+
+    out = []
+    for a, b in (("base", "sft"), ("sft", "grpo")):
+        if a in per_prompt and b in per_prompt:
+            diff, lo, hi = paired_bootstrap(per_prompt[a], per_prompt[b])
+            out.append(
+                {"a": a, "b": b, "mean_reward_diff": round(diff, 4), "ci95": [round(lo, 4), round(hi, 4)]}
+            )
+    return out
+
+
+@dataclass
+class EvalJob:
+    """What one `grpo eval` scores: the rows, the checkpoints present, how to decode."""
+
+    rd: RunDir
+    cfg: Config
+    spec: FormatSpec
+    rows: list[dict[str, str]]
+    checkpoints: list[str]  # base, sft, grpo: those asked for and present
+    adapters: dict[str, Path]
+    max_new_tokens: int
+    batch_size: int
+    engine: str  # hf | vllm
+    prompts: list[str] = field(default_factory=list)
+    engine_info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Scored:
+    """Per-checkpoint results (report rows), per-completion samples, per-prompt rewards."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    per_prompt: dict[str, list[float]] = field(default_factory=dict)
+    rewards_source: str = ""
+
+
+def run(job: EvalJob) -> Scored:
+    """Decode every checkpoint greedily on the job's prompts and score the completions."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cli.models.resolve import resolve_model
+
+    base_path = resolve_model(job.cfg, job.rd)
+    tokenizer = loading.load_tokenizer(base_path, job.spec)
+    job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
+    job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
+    pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
+    decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
+    scored = Scored()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        for stage in job.checkpoints:
+            task = progress.add_task(f"{stage:>4}", total=len(job.prompts))
+            start = time.time()
+            if stage in pregenerated:
+                gens = pregenerated[stage]
+                progress.advance(task, len(gens))
+            else:
+                assert decoder is not None
+                gens = decoder.generate(stage, functools.partial(progress.advance, task))
+            seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
+            _score_stage(job, stage, gens, seconds, scored)
+    return scored
+
+
+def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, list[Any]]:
+    """All prompts of every checkpoint through one vLLM engine (base + each adapter)."""
+    from cli.infer.vllm_engine import generate_all
+
+    t_gen = time.time()
+    pregenerated, job.engine_info = generate_all(
+        base_path,
+        tokenizer,
+        job.prompts,
+        job.checkpoints,
+        job.adapters,
+        max_new_tokens=job.max_new_tokens,
+        progress=lambda stage, n: err_console.print(f"{stage:>4}: {n} completions (vLLM)"),
+    )
+    job.engine_info["generation_seconds"] = round(time.time() - t_gen, 2)
+    return pregenerated
+
+
+class _HFDecoder:
+    """One base model; each adapter attached in turn (peft), switched off for the base checkpoint."""
+
+    def __init__(self, job: EvalJob, base_path: Any, tokenizer: Any) -> None:
+        self.job, self.tokenizer = job, tokenizer
+        self.base = loading.load_hf(base_path)
+        self.peft_model: Any = None
+
+    def generate(self, stage: str, progress: Callable[[int], None]) -> list[generation.Generation]:
+        job = self.job
+        model, ctx = self.base, None
+        if stage == "base":
+            if self.peft_model is not None:
+                ctx = self.peft_model.disable_adapter()
+        else:
+            if self.peft_model is None:
+                self.peft_model = loading.attach_adapter(self.base, job.adapters[stage])
+                current = "default"
+            else:
+                loading.load_adapter_tensors(job.adapters[stage])
+                self.peft_model.load_adapter(str(job.adapters[stage]), adapter_name=stage)
+                current = stage
+            self.peft_model.set_adapter(current)
+            model = self.peft_model
+
+        def decode() -> list[generation.Generation]:
+            return generation.hf_generate(
+                model,
+                self.tokenizer,
+                job.prompts,
+                max_new_tokens=job.max_new_tokens,
+                batch_size=job.batch_size,
+                progress=progress,
+            )
+
+        if ctx is None:
+            return decode()
+        with ctx:
+            return decode()
+
+
+def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scored: Scored) -> None:
+    rows, spec = job.rows, job.spec
+    sc = scoring.score(
+        spec,
+        [g.text for g in gens],
+        [r["answer"] for r in rows],
+        prompts=[spec.messages(r["question"]) for r in rows],
+    )
+    lengths = [len(g.tokens) for g in gens]
+    rewards = [f + a for f, a in zip(sc.format, sc.accuracy, strict=True)]
+    scored.per_prompt[stage] = rewards
+    scored.results.append(
+        {
+            "checkpoint": stage,
+            "label": LABELS[stage],
+            "adapter": str(job.adapters[stage]) if stage in job.adapters else None,
+            "n": len(rows),
+            "format_compliance": sum(sc.format_ok) / len(rows),
+            "accuracy": sum(sc.correct) / len(rows),
+            "accuracy_math": sum(sc.math_correct) / len(rows),
+            "mean_completion_tokens": sum(lengths) / len(lengths),
+            "hit_max_new_tokens": sum(1 for n in lengths if n >= job.max_new_tokens) / len(lengths),
+            "mean_match_format_exactly": sc.mean("format"),
+            "mean_check_answer_accuracy": sc.mean("accuracy"),
+            **intervals(sc.format_ok, sc.correct, rewards),
+            "seconds": round(seconds, 2),
+        }
+    )
+    for r, g, f, c, m, rw in zip(
+        rows, gens, sc.format_ok, sc.correct, sc.math_correct, rewards, strict=False
+    ):
+        scored.samples.append(
+            {
+                "checkpoint": stage,
+                "question": r["question"],
+                "answer": r["answer"],
+                "completion": g.text,
+                "tokens": len(g.tokens),
+                "format_ok": f,
+                "correct": c,
+                "correct_math": m,
+                "reward": rw,
+            }
+        )
+    scored.rewards_source = sc.source

@@ -1,0 +1,177 @@
+"""`grpo eval`'s report: report.json, report.md (seed 000's results table), eval.png, samples.jsonl,
+and the table printed at the end; 95 % intervals and paired differences between checkpoints."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cli.common import console, err_console
+from cli.eval.evaluation import EvalJob, Scored, paired_differences
+from cli.run.atomic import atomic_dir
+
+ACCURACY_DEFINITION = (
+    "correct (seed rule) = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the "
+    "extracted solution equals the gold answer as a number (thousands separators allowed); "
+    "correct (math_equal) = the answer between the solution tags, else the last \\boxed{}, equals the gold "
+    "answer under py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify, issue #13); "
+    "format compliance = match_format_exactly > 0; "
+    "reward = match_format_exactly + check_answer_accuracy (seed 000's scores); intervals are 95 % "
+    "(Wilson for rates, normal for the mean reward, paired bootstrap over prompts for differences)"
+)
+
+
+def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"# grpo eval — {meta['data']} ({meta['n']} problems, greedy, "
+        f"max {meta['max_new_tokens']} new tokens)",
+        "",
+        "| Model Checkpoint | Format Compliance (%) | Accuracy, seed rule (%) | Accuracy, math_equal (%) "
+        "| Mean reward "
+        "| Avg Completion Length (Tokens) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def pct(r: dict[str, Any], key: str) -> str:
+        lo, hi = r.get(f"{key}_ci95") or (None, None)
+        band = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else ""
+        return f"{100 * r[key]:.1f}%{band}"
+
+    for r in results:
+        lo, hi = r.get("mean_reward_ci95") or (None, None)
+        reward = f"{r.get('mean_reward', float('nan')):.3f}" + (
+            f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""
+        )
+        lines.append(
+            f"| {r['label']} | {pct(r, 'format_compliance')} | {pct(r, 'accuracy')} | "
+            f"{100 * r['accuracy_math']:.1f}% | {reward} | {r['mean_completion_tokens']:.0f} |"
+        )
+    for pair in meta.get("paired") or []:
+        lines.append(
+            f"\n{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "
+            f"[{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}] (paired bootstrap over prompts)"
+        )
+    lines += ["", f"Definitions: {ACCURACY_DEFINITION}.", f"Rewards scored by `{meta['rewards']}`.", ""]
+    return "\n".join(lines)
+
+
+def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
+    """Bar charts of format %, accuracy % and mean length; None when matplotlib is not installed.
+
+    Every bar carries its value, so a zero is a visible "0%" rather than a missing bar, and the long
+    labels ("After SFT (format warm-up)") are wrapped so they do not run into each other (issue #15).
+    """
+    from cli.run.plots import to_png
+
+    fig = eval_figure(results, title)
+    return to_png(fig) if fig is not None else None
+
+
+def eval_figure(results: list[dict[str, Any]], title: str) -> Any:
+    """The matplotlib figure behind eval.png (None without matplotlib)."""
+    from cli.run.plots import pyplot, wrap_label
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    labels = [wrap_label(r["label"]) for r in results]
+    x = list(range(len(labels)))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
+    width = 0.38
+    fmt = [100 * r["format_compliance"] for r in results]
+    acc = [100 * r["accuracy"] for r in results]
+    b1 = ax1.bar([i - width / 2 for i in x], fmt, width, label="format %")
+    b2 = ax1.bar([i + width / 2 for i in x], acc, width, label="accuracy %")
+    for bars in (b1, b2):
+        ax1.bar_label(bars, labels=[f"{v:.0f}%" for v in bars.datavalues], fontsize=8, padding=2)
+    ax1.set_xticks(x, labels, fontsize=8)
+    ax1.set_ylim(0, 112)
+    ax1.axhline(0, color="black", linewidth=0.8)
+    ax1.set_ylabel("%")
+    ax1.legend(loc="upper left", fontsize=8, ncols=2)
+    ax1.set_title("format compliance and accuracy", fontsize=10)
+    lengths = [r["mean_completion_tokens"] for r in results]
+    b3 = ax2.bar(x, lengths, color="tab:gray")
+    ax2.bar_label(b3, labels=[f"{v:.0f}" for v in lengths], fontsize=8, padding=2)
+    ax2.set_xticks(x, labels, fontsize=8)
+    ax2.set_ylim(0, max([*lengths, 1]) * 1.15)
+    ax2.axhline(0, color="black", linewidth=0.8)
+    ax2.set_ylabel("tokens")
+    ax2.set_title("mean completion length", fontsize=10)
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> None:
+    """Write the four files into <run>/eval (one rename), record the stage, print the table."""
+    rd, spec, rows, results = job.rd, job.spec, job.rows, scored.results
+    meta = {
+        "data": data_label,
+        "n": len(rows),
+        "max_new_tokens": job.max_new_tokens,
+        "decoding": "greedy",
+        "model": str(job.cfg.model),
+        "format": spec.name,
+        "contract_sha256": spec.contract_hash(),
+        "rewards": scored.rewards_source,
+        "definitions": ACCURACY_DEFINITION,
+        "skipped": skipped,
+        **job.engine_info,
+    }
+    report = {**meta, "results": results, "paired": paired_differences(scored.per_prompt)}
+    png = plot_png(results, f"grpo eval — {data_label}, n={len(rows)}, greedy")
+    with atomic_dir(rd.eval_dir) as tmp:
+        (tmp / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (tmp / "report.md").write_text(
+            markdown_table(results, {**meta, "paired": report["paired"]}), encoding="utf-8"
+        )
+        if png is not None:
+            (tmp / "eval.png").write_bytes(png)
+        with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
+            for s in scored.samples:
+                fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+    keys = ("format_compliance", "accuracy", "accuracy_math", "mean_completion_tokens")
+    rd.record_stage(
+        "eval",
+        {
+            "data": data_label,
+            "n": len(rows),
+            "results": {r["checkpoint"]: {k: r[k] for k in keys} for r in results},
+        },
+    )
+    print_results(results, report["paired"], data_label, len(rows))
+    written = ["report.json", "report.md", "samples.jsonl"] + (["eval.png"] if png is not None else [])
+    console.print(f"report: {rd.eval_dir} ({', '.join(written)})")
+    if png is None:
+        err_console.print(
+            "[yellow]note:[/] eval.png skipped: matplotlib is not installed (pip install 'grpo\\[train]')"
+        )
+
+
+def print_results(
+    results: list[dict[str, Any]], paired: list[dict[str, Any]], data_label: str, n: int
+) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"grpo eval — {data_label} ({n} problems, greedy)")
+    table.add_column("Model Checkpoint")
+    table.add_column("Format Compliance (%)", justify="right")
+    table.add_column("Accuracy, seed rule (%)", justify="right")
+    table.add_column("Accuracy, math_equal (%)", justify="right")
+    table.add_column("Avg Completion Length (Tokens)", justify="right")
+    table.add_column("time", justify="right")
+    for r in results:
+        table.add_row(
+            r["label"],
+            f"{100 * r['format_compliance']:.1f}%",
+            f"{100 * r['accuracy']:.1f}%",
+            f"{100 * r['accuracy_math']:.1f}%",
+            f"{r['mean_completion_tokens']:.0f}",
+            f"{r['seconds']:.1f}s",
+        )
+    console.print(table)
+    for pair in paired:
+        console.print(
+            f"{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "
+            f"[{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}] (95 %, paired bootstrap, {n} prompts)"
+        )

@@ -1,0 +1,8 @@
+"""Inference shared by eval, filter, export's verification and chat.
+
+- :mod:`cli.infer.prompting`: the format contract at inference (generation prompt, splitting an answer).
+- :mod:`cli.infer.generation`: HF decoding (greedy batched, streamed, n sampled per prompt) and GGUF
+  decoding through llama.cpp.
+- :mod:`cli.infer.vllm_engine`: every checkpoint's prompts at once through vLLM (eval, filter).
+- :mod:`cli.infer.llamacpp`: llama.cpp's C API from the prebuilt xllamacpp library (load, decode, quantize).
+"""

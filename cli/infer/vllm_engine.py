@@ -1,0 +1,232 @@
+"""Generation of many prompts at once through vLLM: greedy (``grpo eval`` on a GPU), or sampled n per
+prompt from one adapter (``grpo filter`` on a GPU, :func:`sample_all`).
+
+One engine serves every checkpoint: the base model, and each LoRA adapter as a vLLM ``LoRARequest``,
+so base / SFT / GRPO are decoded by the same kernels. Prompts go in as token ids made by our tokenizer
+without special tokens (the chat template writes BOS itself where the model wants one), and outputs are
+cut at EOS and decoded the way the HF path decodes them, so the two engines score the same text.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.common import GrpoError
+
+if TYPE_CHECKING:
+    from cli.infer.generation import Sampling
+
+ENGINES = ("auto", "hf", "vllm")
+
+
+def vllm_usable() -> tuple[bool, str]:
+    """(usable, why not) — vLLM needs its package and a CUDA GPU."""
+    if importlib.util.find_spec("vllm") is None:
+        return False, "vllm is not installed (pip install 'grpo[train,vllm]')"
+    import torch
+
+    if not torch.cuda.is_available():
+        return False, "no CUDA GPU is visible"
+    return True, ""
+
+
+def choose_engine(requested: str) -> str:
+    if requested not in ENGINES:
+        raise GrpoError(f"unknown --engine {requested!r} (choose auto, hf or vllm)")
+    if requested == "hf":
+        return "hf"
+    ok, why = vllm_usable()
+    if requested == "vllm" and not ok:
+        raise GrpoError(f"--engine vllm: {why}; use --engine hf")
+    return "vllm" if ok else "hf"
+
+
+def _lora_rank(adapters: dict[str, Path]) -> int:
+    rank = 8
+    for path in adapters.values():
+        try:
+            rank = max(rank, int(json.loads((Path(path) / "adapter_config.json").read_text()).get("r", 8)))
+        except (OSError, ValueError):
+            continue
+    # vLLM accepts only some ranks; round up to one of them.
+    for allowed in (8, 16, 32, 64, 128, 256, 320, 512):
+        if rank <= allowed:
+            return allowed
+    raise GrpoError(f"LoRA rank {rank} is above what vLLM serves (512): use --engine hf")
+
+
+def generate_all(
+    base_path: str,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    checkpoints: Sequence[str],
+    adapters: dict[str, Path],
+    *,
+    max_new_tokens: int,
+    progress: Any = None,
+) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    """Greedy completions of ``prompts`` for each checkpoint (``base`` or a key of ``adapters``)."""
+    os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # the minimal vLLM bundle has no flashinfer
+    import torch
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+
+    from cli.infer.generation import Generation, _eos_ids, _trim
+    from cli.infer.vllm_memory import model_shape, plan_vllm
+
+    ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    longest = max((len(x) for x in ids), default=1)
+    used = {k: v for k, v in adapters.items() if k in checkpoints}
+    total = int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+    plan = plan_vllm(
+        "auto",
+        model_shape(base_path),
+        sequences=min(len(ids), 256),
+        prompt_tokens=longest,
+        completion_tokens=max_new_tokens,
+        total_bytes=total,
+    )
+    kwargs: dict[str, Any] = {
+        "model": str(base_path),
+        "tokenizer": str(base_path),
+        "max_model_len": longest + max_new_tokens,
+        "gpu_memory_utilization": plan.utilization,
+        "max_num_seqs": 256,
+        "seed": 0,
+    }
+    if used:
+        kwargs.update(enable_lora=True, max_lora_rank=_lora_rank(used), max_loras=1)
+    llm = _start(LLM, kwargs)
+    eos = _eos_ids(tokenizer)
+    pad = tokenizer.pad_token_id
+    params = SamplingParams(
+        temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=False, stop_token_ids=eos or None
+    )
+    inputs = [{"prompt_token_ids": list(x)} for x in ids]
+    out: dict[str, list[Any]] = {}
+    seconds: dict[str, float] = {}
+    for n, stage in enumerate(checkpoints, start=1):
+        t0 = time.perf_counter()
+        lora = LoRARequest(stage, n, str(used[stage])) if stage in used else None
+        results = llm.generate(inputs, params, lora_request=lora, use_tqdm=False)
+        gens = []
+        for prompt, res in zip(prompts, results, strict=True):
+            toks = _trim(list(res.outputs[0].token_ids), eos, pad)
+            gens.append(Generation(prompt, tokenizer.decode(toks, skip_special_tokens=False), toks))
+        out[stage] = gens
+        seconds[stage] = round(time.perf_counter() - t0, 2)
+        if progress is not None:
+            progress(stage, len(gens))
+    info = {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib}
+    return out, {**info, "stage_seconds": seconds}
+
+
+def _start(llm_class: Any, kwargs: dict[str, Any]) -> Any:
+    """The vLLM engine, or one line saying why it did not start."""
+    try:
+        return llm_class(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - one line, not vLLM's stack
+        text = str(exc).strip().splitlines()
+        raise GrpoError(
+            f"vLLM could not start ({text[0] if text else type(exc).__name__}); use --engine hf"
+        ) from None
+
+
+MAX_SAMPLED_SEQS = 1024  # `grpo filter`'s max_num_seqs: the 270M model's KV cache held ~9,700 on an H200
+
+
+def sample_all(
+    base_path: str,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    adapter: tuple[str, Path],
+    sampling: Sampling,
+    *,
+    max_new_tokens: int,
+) -> tuple[list[list[Any]], dict[str, Any]]:
+    """``sampling.n`` completions of each prompt (grouped per prompt) from the base model + one LoRA adapter
+    (``(name, folder)``), every prompt in one ``generate`` call: `grpo filter` on a GPU.
+
+    The vLLM path of the bench script that ran rounds 2 and 3 on an H200 (bench/learning-gpu.md).
+    """
+    os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # the minimal vLLM bundle has no flashinfer
+    import torch
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+
+    from cli.infer.generation import Generation, _eos_ids, _trim
+
+    name, path = adapter
+    ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    longest = max((len(x) for x in ids), default=1)
+    total = int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+    seqs, plan = _sampling_plan(base_path, min(len(ids) * sampling.n, MAX_SAMPLED_SEQS), sampling.n,
+                                longest, max_new_tokens, total)  # fmt: skip
+    llm = _start(LLM, {
+        "model": str(base_path),
+        "tokenizer": str(base_path),
+        "max_model_len": longest + max_new_tokens,
+        "gpu_memory_utilization": plan.utilization,
+        "enable_lora": True,
+        "max_lora_rank": _lora_rank({name: path}),
+        "max_loras": 1,
+        "max_num_seqs": seqs,
+        "seed": sampling.seed,
+    })  # fmt: skip
+    eos = _eos_ids(tokenizer)
+    params = SamplingParams(
+        n=sampling.n,
+        temperature=sampling.temperature,
+        min_p=sampling.min_p,
+        top_p=sampling.top_p,
+        max_tokens=max_new_tokens,
+        stop_token_ids=eos or None,
+        skip_special_tokens=False,
+        seed=sampling.seed,
+        **({"top_k": sampling.top_k} if sampling.top_k else {}),
+    )
+    t0 = time.perf_counter()
+    results = llm.generate(
+        [{"prompt_token_ids": list(x)} for x in ids],
+        params,
+        lora_request=LoRARequest(name, 1, str(path)),
+        use_tqdm=False,
+    )
+    seconds = round(time.perf_counter() - t0, 2)
+    groups = []
+    for prompt, res in zip(prompts, results, strict=True):
+        group = []
+        for o in res.outputs:
+            toks = _trim(list(o.token_ids), eos, tokenizer.pad_token_id)
+            group.append(Generation(prompt, tokenizer.decode(toks, skip_special_tokens=False), toks))
+        groups.append(group)
+    info = {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib,
+            "max_num_seqs": seqs, "generation_seconds": seconds}  # fmt: skip
+    return groups, info
+
+
+def _sampling_plan(
+    base_path: str, seqs: int, n: int, prompt_tokens: int, completion_tokens: int, total: int
+) -> tuple[int, Any]:
+    """(max_num_seqs, vLLM memory plan): ``seqs`` concurrent sequences, halved until their KV cache fits."""
+    from cli.infer.vllm_memory import model_shape, plan_vllm
+
+    shape = model_shape(base_path)
+    while True:
+        try:
+            plan = plan_vllm("auto", shape, sequences=seqs, prompt_tokens=prompt_tokens,
+                             completion_tokens=completion_tokens, total_bytes=total)  # fmt: skip
+            return seqs, plan
+        except GrpoError:
+            if seqs <= n:
+                raise GrpoError(
+                    f"vLLM needs more GPU memory than there is for {seqs} sequences of {prompt_tokens} + "
+                    f"{completion_tokens} tokens: lower --max-new-tokens or --samples, or use --engine hf"
+                ) from None
+            seqs = max(n, seqs // 2)

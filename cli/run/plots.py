@@ -1,0 +1,116 @@
+"""Plots of a run: ``train.png`` (`grpo grpo`, from metrics.jsonl) and helpers shared with eval.png.
+
+``train.png`` shows the current attempt of GRPO (issue #15: rows of earlier attempts, which restart at
+step 1, would otherwise be drawn over each other): the total reward with its within-group spread, each
+reward's mean, the share of groups with zero reward spread (no learning signal), completion length, KL
+(or the policy entropy when β = 0 and TRL logs no KL) and the loss. matplotlib is part of the ``train``
+extra; without it nothing is drawn and nothing fails.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from cli.common import finite as _num  # a metrics value as the live view reads it: finite float or None
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def to_png(fig: Any) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def wrap_label(label: str, width: int = 14) -> str:
+    return "\n".join(textwrap.wrap(label, width, break_on_hyphens=False)) or label
+
+
+def current_attempt(rows: Sequence[dict[str, Any]], stage: str = "grpo") -> list[dict[str, Any]]:
+    """The step rows of the most recent attempt of ``stage`` (rows from before attempts count as 1)."""
+    steps = [r for r in rows if r.get("stage") == stage and "step" in r]
+    if not steps:
+        return []
+    last = int(steps[-1].get("attempt") or 1)
+    return [r for r in steps if int(r.get("attempt") or 1) == last]
+
+
+def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title: str) -> bytes | None:
+    """The GRPO training curves of one attempt; None without matplotlib or without rows."""
+    plt = pyplot()
+    if plt is None or not rows:
+        return None
+    steps = [int(r["step"]) for r in rows]
+
+    def series(key: str) -> list[float]:
+        return [v if (v := _num(r.get(key))) is not None else math.nan for r in rows]
+
+    marker = "o" if len(rows) <= 30 else None
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.4))
+    (ax_r, ax_each, ax_zero), (ax_len, ax_kl, ax_loss) = axes
+
+    reward, spread = series("reward"), series("reward_std")
+    ax_r.plot(steps, reward, marker=marker, color="tab:blue", label="mean reward")
+    lo = [m - s for m, s in zip(reward, spread, strict=True)]
+    hi = [m + s for m, s in zip(reward, spread, strict=True)]
+    ax_r.fill_between(steps, lo, hi, color="tab:blue", alpha=0.2, label="± reward std")
+    ax_r.set_title("total reward (weighted sum)", fontsize=10)
+    ax_r.legend(fontsize=8)
+
+    for name in reward_names:
+        ax_each.plot(steps, series(f"rewards/{name}/mean"), marker=marker, label=name)
+    ax_each.set_title("mean of each reward", fontsize=10)
+    if reward_names:
+        ax_each.legend(fontsize=7, loc="best", framealpha=0.7)
+
+    zero = [100 * v for v in series("frac_reward_zero_std")]
+    ax_zero.plot(steps, zero, marker=marker, color="tab:red")
+    ax_zero.set_ylim(-5, 105)
+    ax_zero.set_title("groups with zero reward spread (%)\nno learning signal there", fontsize=10)
+
+    ax_len.plot(steps, series("completions/mean_length"), marker=marker, label="mean")
+    if any(not math.isnan(v) for v in series("completions/max_length")):
+        ax_len.plot(steps, series("completions/max_length"), marker=marker, linestyle="--", label="max")
+        ax_len.legend(fontsize=8)
+    ax_len.set_title("completion length (tokens)", fontsize=10)
+
+    kl = series("kl")
+    if any(not math.isnan(v) for v in kl):
+        ax_kl.plot(steps, kl, marker=marker, color="tab:purple")
+        ax_kl.set_title("KL to the reference", fontsize=10)
+    else:  # TRL logs no KL when beta = 0 (seed 000's objective): show the policy's entropy instead
+        ax_kl.plot(steps, series("entropy"), marker=marker, color="tab:purple")
+        ax_kl.set_title("policy entropy (no KL logged: β = 0)", fontsize=10)
+    ax_loss.plot(steps, series("loss"), marker=marker, color="tab:green")
+    ax_loss.set_title("loss (near 0 is normal in GRPO)", fontsize=10)
+
+    for ax in axes.flat:
+        if not any(not math.isnan(v) for line in ax.get_lines() for v in line.get_ydata()):
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="gray")
+            ax.set_yticks([])
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=8)
+        # Plain numbers on the axis: an offset ("+6.925") lands on the title of a flat series.
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.suptitle(title, fontsize=10)
+    return to_png(fig)

@@ -1,0 +1,428 @@
+"""Backends: ``unsloth`` (FastLanguageModel + TRL) and ``hf`` (transformers + peft + TRL).
+
+Unsloth patches transformers/TRL when it is imported, so :func:`import_backend` must run before
+anything imports ``trl``/``transformers``/``peft`` (Unsloth prints a warning and loses its speed-ups
+otherwise). Under ``hf`` Unsloth is never imported, so TRL runs unpatched.
+
+Both backends train a LoRA adapter. A later stage continues the run's previous adapter by building the
+same LoRA from the adapter's own ``adapter_config.json`` and loading its weights into it, so Unsloth's
+patched LoRA layers (and its vLLM LoRA hand-off) stay in place.
+
+Long because: the two backends are loaded, configured and saved side by side (what one does, the other
+visibly does too), with the plain-torch stand-in for TRL's Triton log-prob kernel that the hf backend
+needs on a CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.common import GrpoError
+from cli.run.atomic import atomic_dir
+from cli.run.console import err_console
+from cli.run.ranks import barrier, is_main, local_rank
+from cli.run.rundir import RunDir
+
+if TYPE_CHECKING:
+    from cli.config.schema import Config
+
+BACKENDS = ("unsloth", "hf")
+
+# Measured on one H200, Qwen3-4B-shaped weights, LoRA r=16, G=4x256 (DESIGN.md "Training backends").
+DORA_COST = (
+    "DoRA is on (lora.dora): on an H200 under Unsloth it measured 45–52 s per GRPO step vs 3.9 s for plain "
+    "rsLoRA (~12x slower); set lora.dora: false (--no-dora) unless you are reproducing a seed"
+)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unsloth_installed() -> bool:
+    return importlib.util.find_spec("unsloth") is not None
+
+
+def vllm_installed() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def choose_backend(requested: str) -> str:
+    """``auto`` → unsloth when installed, else hf. No heavy import happens here."""
+    if requested == "auto":
+        return "unsloth" if unsloth_installed() else "hf"
+    if requested not in BACKENDS:
+        raise GrpoError(f"unknown backend {requested!r} (choose unsloth, hf or auto)")
+    if requested == "unsloth" and not unsloth_installed():
+        raise GrpoError(
+            "--backend unsloth: unsloth is not installed (pip install 'grpo[train]'), or use --backend hf"
+        )
+    return requested
+
+
+def decide_vllm(mode: str) -> bool:
+    """Rollouts through vLLM? ``auto``: when vLLM is installed and CUDA is present."""
+    if mode == "off":
+        return False
+    have = vllm_installed() and cuda_available()
+    if mode == "on" and not have:
+        why = "vllm is not installed" if not vllm_installed() else "no CUDA GPU is visible"
+        raise GrpoError(f"--vllm on: {why}; use --vllm off (rollouts with HF generate)")
+    return have
+
+
+def import_backend(backend: str, *, use_vllm: bool = False) -> None:
+    """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires."""
+    if backend != "unsloth":
+        return
+    if use_vllm:
+        # Seed 000: vLLM standby frees the rollout engine's memory during the training pass.
+        os.environ.setdefault("UNSLOTH_VLLM_STANDBY", "1")
+    from cli.run import quiet
+
+    try:
+        with quiet.captured():  # Unsloth's banner and import-time warnings go to the run's log file
+            import unsloth  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - a broken install (e.g. torchvision/torch mismatch) is one line
+        raise GrpoError(
+            f"cannot import unsloth ({type(exc).__name__}: {_first_line(exc)}); "
+            "fix the install or use --backend hf"
+        ) from None
+
+
+class _TorchChunkedLogProb:
+    """Plain-torch stand-in for ``trl.kernels.ChunkedLogProbFunction`` (same inputs and outputs).
+
+    TRL 1.15 computes SFT and GRPO log-probs with a Triton kernel (its "fused LM head") whatever the
+    device; on a CPU Triton has no driver and training stops with "0 active drivers". Here the logits
+    are built in token chunks (bounded memory) and autograd does the backward.
+    """
+
+    @staticmethod
+    def apply(hidden, weight, bias, targets, temperature, chunk_size, softcap, logit_scale, outputs):  # noqa: ANN001, ANN205
+        import torch
+
+        n, vocab = hidden.shape[0], weight.shape[0]
+        step = max(1, (1 << 25) // max(vocab, 1))  # ~128 MiB of fp32 logits per chunk
+        parts: dict[str, list[Any]] = {
+            k: [] for k in ("lp", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1")
+        }
+        for start in range(0, max(n, 1), step):
+            h, t = hidden[start : start + step], targets[start : start + step]
+            z = h.float() @ weight.float().t()
+            if bias is not None:
+                z = z + bias.float()
+            z = z * logit_scale
+            if softcap:
+                z = softcap * torch.tanh(z / softcap)
+            z = z / temperature
+            logp = torch.log_softmax(z, dim=-1)
+            parts["lp"].append(logp.gather(-1, t[:, None]).squeeze(-1))
+            if "entropy" in outputs:
+                parts["entropy"].append(-(logp.exp() * logp).sum(-1))
+            if "log_sum_sq_probs" in outputs:
+                parts["log_sum_sq_probs"].append(torch.logsumexp(2 * logp, dim=-1).detach())
+            if "mean_logits" in outputs:
+                parts["mean_logits"].append(z.mean(-1).detach())
+            if "is_top1" in outputs:
+                parts["is_top1"].append(z.argmax(-1) == t)
+        return tuple(torch.cat(v) if v else None for v in parts.values())
+
+
+def patch_trl_for_cpu(backend: str) -> None:
+    """Under hf without a GPU, swap TRL's Triton log-prob kernel for :class:`_TorchChunkedLogProb`.
+
+    Unsloth computes these losses itself, so only the hf backend needs it.
+    """
+    import torch
+
+    if backend != "hf" or torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available()):
+        return
+    import trl.trainer.utils as trl_utils
+
+    if hasattr(trl_utils, "_ChunkedLogProbFunction"):
+        trl_utils._ChunkedLogProbFunction = _TorchChunkedLogProb
+
+
+# ---- LoRA settings ------------------------------------------------------------------------------
+def adapter_settings(adapter: Path) -> dict[str, Any]:
+    """LoRA shape of a saved adapter (so the next stage rebuilds exactly that adapter)."""
+    path = Path(adapter) / "adapter_config.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GrpoError(f"cannot read {path}: {exc}; re-run the stage that wrote it") from None
+    targets = data.get("target_modules") or []  # a list, or a regex string
+    return {
+        "r": int(data.get("r", 16)),
+        "alpha": int(data.get("lora_alpha", data.get("r", 16))),
+        "dropout": float(data.get("lora_dropout", 0.0) or 0.0),
+        "target_modules": sorted(targets) if isinstance(targets, list) else targets,
+        "rslora": bool(data.get("use_rslora", False)),
+        "dora": bool(data.get("use_dora", False)),
+    }
+
+
+def lora_settings(cfg: Config, adapter: Path | None) -> dict[str, Any]:
+    if adapter is not None:
+        got = adapter_settings(adapter)
+        want = {"r": cfg.lora.r, "alpha": cfg.lora.alpha, "rslora": cfg.lora.rslora, "dora": cfg.lora.dora}
+        diff = [f"{k}={got[k]}" for k in want if got[k] != want[k]]
+        if diff:
+            err_console.print(
+                f"[yellow]note:[/] continuing the adapter in {adapter} with its own LoRA settings "
+                f"({', '.join(diff)}), not the config's"
+            )
+        return got
+    return {
+        "r": cfg.lora.r,
+        "alpha": cfg.lora.alpha,
+        "dropout": cfg.lora.dropout,
+        "target_modules": list(cfg.lora.target_modules),
+        "rslora": cfg.lora.rslora,
+        "dora": cfg.lora.dora,
+    }
+
+
+# ---- hardware-dependent trainer settings -------------------------------------------------------
+def optimizer_name(requested: str) -> str:
+    """``auto``: 8-bit AdamW (seed 000) where bitsandbytes works, i.e. on CUDA; else plain AdamW."""
+    if requested != "auto":
+        return requested
+    if sharded():
+        # bitsandbytes' 8-bit update cannot take FSDP2's DTensor shards (measured on 2 H200s:
+        # "got mixed torch.Tensor and DTensor"), and ZeRO partitions the states itself.
+        return "adamw_torch"
+    if cuda_available() and importlib.util.find_spec("bitsandbytes") is not None:
+        return "adamw_8bit"
+    return "adamw_torch"
+
+
+def precision_args(model: Any) -> dict[str, Any]:
+    """Mixed precision follows the weights on CUDA; on the CPU the trainer runs as loaded."""
+    import torch
+
+    if not cuda_available():
+        return {"bf16": False, "fp16": False}
+    dtype = getattr(model, "dtype", None)
+    return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
+
+
+def checkpointing_args(backend: str, cfg: Config) -> dict[str, Any]:
+    """Gradient checkpointing for hf on a GPU (Unsloth sets up its own in get_peft_model; on the CPU
+    the tiny models do not need it and it only slows steps down)."""
+    gc = cfg.lora.gradient_checkpointing
+    if backend != "hf" or gc in ("", "none", "false", False, None) or not cuda_available():
+        return {}
+    # PEFT under ZeRO-3 needs the re-entrant variant (transformers forces it, with a warning, otherwise).
+    reentrant = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+    return {"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": reentrant}}
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    if name in (None, "", "auto"):
+        return None
+    try:
+        return {
+            "bfloat16": torch.bfloat16,
+            "bf16": torch.bfloat16,
+            "float16": torch.float16,
+            "fp16": torch.float16,
+            "float32": torch.float32,
+            "fp32": torch.float32,
+        }[name]
+    except KeyError:
+        raise GrpoError(f"unknown dtype {name!r} (auto, bfloat16, float16 or float32)") from None
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def load_for_training(
+    cfg: Config,
+    run: RunDir,
+    *,
+    backend: str,
+    adapter: Path | None = None,
+    use_vllm: bool = False,
+    vllm_utilization: float | None = None,
+) -> tuple[Any, Any]:
+    """Base model + a trainable LoRA (continuing ``adapter`` when given) and the run's tokenizer."""
+    from cli.models.resolve import resolve_model
+
+    path = resolve_model(cfg, run)
+    lora = lora_settings(cfg, adapter)
+    if backend == "unsloth":
+        model, tokenizer = _load_unsloth(cfg, path, lora, use_vllm, vllm_utilization)
+    else:
+        model, tokenizer = _load_hf(cfg, path, lora)
+    tokenizer = _prepare_tokenizer(tokenizer, cfg)
+    if adapter is not None:
+        load_adapter_weights(model, adapter)
+    return model, tokenizer
+
+
+def _prepare_tokenizer(tokenizer: Any, cfg: Config) -> Any:
+    # Unsloth may hand back a processor; the text tokenizer is inside it.
+    tok = getattr(tokenizer, "tokenizer", tokenizer)
+    tok.chat_template = cfg.format_spec().chat_template()
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def _load_unsloth(
+    cfg: Config, path: str, lora: dict[str, Any], use_vllm: bool, utilization: float | None
+) -> tuple[Any, Any]:
+    from unsloth import FastLanguageModel
+
+    kwargs: dict[str, Any] = {
+        "model_name": path,
+        "max_seq_length": cfg.max_seq_length,
+        "dtype": _torch_dtype(cfg.dtype),
+        "load_in_4bit": cfg.load_in_4bit,
+        "trust_remote_code": False,  # never run a model folder's own code, never ask
+    }
+    if use_vllm:
+        # Unsloth's standby mode replaces any share below ~0.88 of the card by its own (124 GiB on an
+        # H200 for a 4B model): keep the share planned for the rollout (cli.train.gpu_memory).
+        os.environ["UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE"] = "1"
+        kwargs.update(
+            fast_inference=True,
+            max_lora_rank=lora["r"],
+            gpu_memory_utilization=utilization if utilization is not None else 0.6,
+        )
+    try:
+        model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
+    except (OSError, ValueError) as exc:
+        raise GrpoError(
+            f"cannot load model {cfg.model!r} ({path}) with unsloth: {_first_line(exc)}"
+        ) from None
+    gc = cfg.lora.gradient_checkpointing
+    try:
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=lora["r"],
+            lora_alpha=lora["alpha"],
+            lora_dropout=lora["dropout"],
+            target_modules=lora["target_modules"],
+            bias="none",
+            use_rslora=lora["rslora"],
+            use_dora=lora["dora"],
+            use_gradient_checkpointing=gc if gc not in ("", "none", "false", False, None) else False,
+            random_state=cfg.seed,
+        )
+    except ValueError as exc:
+        raise GrpoError(
+            f"cannot attach LoRA to {cfg.model!r}: {_first_line(exc)} (check lora.target_modules)"
+        ) from None
+    return model, tokenizer
+
+
+def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dtype = _torch_dtype(cfg.dtype)
+    if dtype is None:
+        if torch.cuda.is_available():
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        else:
+            dtype = torch.float32  # CPUs without AMX run bf16 matmuls slowly
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
+    if torch.cuda.is_available() and not sharded():
+        # One GPU per rank under `grpo grpo --gpus N` (DeepSpeed / FSDP place the shards themselves).
+        model = model.to(f"cuda:{local_rank()}")
+    model.config.use_cache = False
+    peft_cfg = LoraConfig(
+        r=lora["r"],
+        lora_alpha=lora["alpha"],
+        lora_dropout=lora["dropout"],
+        target_modules=lora["target_modules"],
+        bias="none",
+        use_rslora=lora["rslora"],
+        use_dora=lora["dora"],
+        task_type="CAUSAL_LM",
+    )
+    try:
+        model = get_peft_model(model, peft_cfg)
+    except ValueError as exc:
+        raise GrpoError(
+            f"cannot attach LoRA to {cfg.model!r}: {_first_line(exc)} (check lora.target_modules)"
+        ) from None
+    return model, tokenizer
+
+
+def sharded() -> bool:
+    """Launched under DeepSpeed ZeRO or FSDP (accelerate sets these for the ranks)?"""
+    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" or (
+        os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+    )
+
+
+def load_adapter_weights(model: Any, adapter: Path) -> None:
+    """Load a saved LoRA's weights into the freshly attached LoRA of the same shape."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    file = Path(adapter) / "adapter_model.safetensors"
+    if not file.exists():
+        raise GrpoError(f"{file} is missing: re-run the stage that wrote {adapter}")
+    state = load_file(str(file))
+    result = set_peft_model_state_dict(model, state)
+    unexpected = list(getattr(result, "unexpected_keys", []) or [])
+    if unexpected:
+        raise GrpoError(
+            f"the adapter in {adapter} does not fit this model ({len(unexpected)} unmatched tensors, e.g. "
+            f"{unexpected[0]}): was the run's model changed?"
+        )
+
+
+def save_adapter(model: Any, tokenizer: Any, dest: Path, state_dict: dict[str, Any] | None = None) -> Path:
+    """LoRA adapter + tokenizer, written to a temp folder and renamed into place (rank 0 only)."""
+    if not is_main():
+        return dest
+    with atomic_dir(dest) as tmp:
+        model.save_pretrained(str(tmp), state_dict=state_dict)  # None: the model's own LoRA weights
+        tokenizer.save_pretrained(str(tmp))
+    return dest
+
+
+def save_trained_adapter(trainer: Any, model: Any, tokenizer: Any, dest: Path) -> Path:
+    """The final adapter of a stage, from one or several processes.
+
+    Under DDP every rank holds the whole LoRA: rank 0 saves it. Under DeepSpeed / FSDP the weights
+    may be sharded: every rank takes part in gathering them, rank 0 writes. That holds for a single
+    process too: ZeRO-3 replaces every parameter by an empty placeholder even on one GPU, so the
+    model's own ``state_dict()`` would save zero-size tensors.
+    """
+    state = None
+    if sharded():
+        state = trainer.accelerator.get_state_dict(trainer.model_wrapped)
+    save_adapter(model, tokenizer, dest, state_dict=state)
+    barrier()
+    return dest
+
+
+def peak_gpu_gib() -> float | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return round(torch.cuda.max_memory_allocated() / 2**30, 2)

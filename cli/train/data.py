@@ -1,0 +1,159 @@
+"""Training data from the run directory (written by `grpo prep`).
+
+- GRPO: ``data/train.parquet`` (question, answer, solution, prompt_tokens), or `grpo filter`'s kept rows of it
+  (``data/grpo_prompts.parquet``, while they are fresh) → conversational prompts
+  (system + user from the format contract; TRL applies the chat template, whose generation prompt ends
+  with the reasoning-start tag) and the gold ``answer`` column the rewards read.
+- SFT (seed 000 stage 1): ``data/sft.parquet`` (OpenMathReasoning-mini, when prepped) or else format
+  examples built from the prepped train set's worked solutions: ``spec.render_completion(solution,
+  answer)`` as the assistant turn, kept when the whole chat is ≤ max_seq_length/2 tokens (seed 000's
+  length filter), rendered to text with the chat template.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cli.common import GrpoError
+from cli.run.data import FILTERED, filtered_prompts, read_stats, read_table, sft_length_cap, strip_think
+from cli.run.rundir import RunDir
+
+if TYPE_CHECKING:
+    from cli.config.schema import Config
+    from py_rewards.spec import FormatSpec
+
+
+def _count_tokens(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
+    """Prompts + answers for GRPO, and the prompt-length cut (prep's p90 unless the config sets one)."""
+    from datasets import Dataset
+
+    spec = cfg.format_spec()
+    df, prompts_from = _grpo_table(run)
+    stats = read_stats(run)
+    max_prompt = cfg.grpo.max_prompt_length or stats.get("max_prompt_length")
+    if "prompt_tokens" in df.columns:
+        lengths = [int(x) for x in df["prompt_tokens"]]
+    else:
+        from cli.prep.load import prompt_lengths  # prep's own count (an older prep wrote no column)
+
+        lengths = prompt_lengths(tokenizer, spec, [str(q) for q in df["question"]])
+    if not max_prompt:
+        max_prompt = max(lengths)
+    max_prompt = int(max_prompt)
+    # TRL >= 1 has no max_prompt_length: over-long prompts are dropped here (seed 000: p90 filter).
+    keep = [i for i, n in enumerate(lengths) if n <= max_prompt]
+    if not keep:
+        raise GrpoError(f"no prompt fits max_prompt_length={max_prompt}: raise grpo.max_prompt_length")
+    rows = [
+        {"prompt": spec.messages(str(df["question"].iloc[i])), "answer": str(df["answer"].iloc[i]).strip()}
+        for i in keep
+    ]
+    info = {
+        "prompts": len(rows),
+        "dropped_long_prompts": len(df) - len(rows),
+        "max_prompt_length": max_prompt,
+        "prompts_from": prompts_from,
+    }
+    return Dataset.from_list(rows), max_prompt, info
+
+
+def _grpo_table(run: RunDir) -> tuple[Any, str]:
+    """`grpo filter`'s kept prompts (data/grpo_prompts.parquet) while they are fresh, else train.parquet;
+    and which one, in words."""
+    from cli.run.console import console, err_console
+
+    passrate, note = filtered_prompts(run)
+    if note:
+        err_console.print(f"[yellow]note:[/] {note}")
+    if passrate is None:
+        return read_table(run, "train.parquet", ("question", "answer")), "train.parquet"
+    kept, total = passrate.get("kept", "?"), passrate.get("prompts", "?")
+    console.print(
+        f"[dim]grpo: on the {kept} prompts `grpo filter` kept of {total} (data/{FILTERED}); "
+        f"`grpo filter --clear --run {run.path}` trains on all of train.parquet again[/]"
+    )
+    return read_table(run, FILTERED, ("question", "answer")), f"grpo filter ({kept} of {total})"
+
+
+def _sft_messages(df: Any, spec: FormatSpec) -> tuple[list[list[dict[str, str]]], str]:
+    """Chat messages for SFT from whichever columns the prepped file has."""
+    cols = set(df.columns)
+    if "messages" in cols:
+        return [list(m) for m in df["messages"]], "messages"
+    for q, s, a in (("question", "solution", "answer"), ("problem", "generated_solution", "expected_answer")):
+        if {q, s, a} <= cols:
+            out = []
+            for question, solution, answer in zip(df[q], df[s], df[a], strict=True):
+                if not isinstance(solution, str) or not solution.strip() or answer is None:
+                    continue
+                # Seed 000 format_row: strip <think> tags, tag the working out and the answer.
+                thoughts = strip_think(solution)
+                out.append(
+                    spec.messages(str(question))
+                    + [
+                        {
+                            "role": "assistant",
+                            "content": spec.render_completion(thoughts, str(answer).strip()),
+                        }
+                    ]
+                )
+            return out, f"{q}/{s}/{a}"
+    raise GrpoError("SFT data needs columns messages, or question/solution/answer: re-run `grpo prep`")
+
+
+def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
+    """Seed 000 stage-1 format examples as chat-templated text."""
+    from datasets import Dataset
+
+    spec = cfg.format_spec()
+    if (run.data_dir / "sft.parquet").exists():
+        source = "sft.parquet"
+        df = read_table(run, "sft.parquet")
+    else:
+        source = "train.parquet"
+        df = read_table(run, "train.parquet", ("question", "answer"))
+        if "solution" not in df.columns:
+            raise GrpoError(
+                f"{run.data_dir / 'train.parquet'} has no 'solution' column to build format examples from: "
+                "re-run `grpo prep` (or prep a dataset with worked solutions)"
+            )
+    conversations, columns = _sft_messages(df, spec)
+    if not conversations:
+        # The real cause, not "too long": DAPO's rows carry no worked solutions (all None), so there is
+        # nothing to warm up on (issue #15).
+        raise GrpoError(
+            f"no worked solutions in {run.data_dir / source} ({len(df)} rows, none with a solution to learn "
+            "the "
+            "format from): re-run `grpo prep` (it adds the stage-1 warm-up set, data/sft.parquet, for a set "
+            "without solutions such as dapo) or `grpo prep openmath-mini`"
+        )
+    limit = sft_length_cap(cfg.max_seq_length, cfg.sft.max_example_tokens)
+    # The template writes BOS as text; TRL tokenizes this plain text with special tokens, which
+    # adds BOS again where the tokenizer does (Gemma): drop the template's copy there.
+    bos = getattr(tokenizer, "bos_token", None)
+    strip_bos = bool(bos) and tokenizer("x")["input_ids"][:1] == [tokenizer.bos_token_id]
+    texts: list[str] = []
+    too_long = 0
+    for messages in conversations:
+        text = tokenizer.apply_chat_template(messages, tokenize=False)
+        if strip_bos and bos and text.startswith(bos):
+            text = text[len(bos) :]
+        if _count_tokens(tokenizer, text) <= limit:
+            texts.append(text)
+            if cfg.sft.num_examples and len(texts) >= cfg.sft.num_examples:
+                break
+        else:
+            too_long += 1
+    if not texts:
+        capped = cfg.sft.max_example_tokens and limit == cfg.sft.max_example_tokens
+        what = "sft.max_example_tokens" if capped else "max_seq_length/2"
+        raise GrpoError(
+            f"none of the {len(conversations)} worked solutions in {source} fits {limit} tokens ({what}; "
+            "sft.max_example_tokens, max_seq_length/2): raise max_seq_length or sft.max_example_tokens"
+        )
+    info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
+    return Dataset.from_list([{"text": t} for t in texts]), info

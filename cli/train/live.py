@@ -1,0 +1,328 @@
+"""Live view of a training stage: one compact line per logging step, the same row in metrics.jsonl.
+
+For GRPO a row carries the mean of each reward (TRL's ``rewards/<name>/mean``), the reward std, the
+share of groups whose rewards are all equal (``frac_reward_zero_std``: no learning signal there), the
+format hit rate, the completion length, the step time and an ETA, the time spent in reward functions
+and the peak GPU memory. Plain-language hints explain the two things that worry people first.
+
+Ctrl-C (:class:`Interrupt`): the first press asks the trainer to save a checkpoint after the current step
+and stop; the stage then saves its adapter and records where it stopped. A press during a GRPO rollout
+(generation, a stuck reward) does not wait for the step: the rollout is dropped at once, and since no
+weight has changed since the last optimizer step, that step's checkpoint and adapter are saved. A second
+press outside a rollout stops at once and saves nothing from the step under way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cli.common import finite as _num
+from cli.run.console import console, err_console
+from cli.run.ranks import any_rank
+from cli.run.rundir import RunDir
+from cli.train.gpu_memory import DevicePeak, PhaseMemory
+from cli.train.rewards import RewardTracker
+
+HINT_ZERO_STD = (
+    "reward std is 0 in every group: no learning signal — run `grpo sft` first or raise --gens/temperature"
+)
+# The same, for a run that already starts from the SFT adapter (or a checkpoint): `grpo sft` is done.
+HINT_ZERO_STD_AFTER_SFT = (
+    "reward std is 0 in every group: no learning signal — every completion scores the same; raise --gens or "
+    "--temperature, or train the format longer (`grpo sft --max-steps N`)"
+)
+HINT_LOSS_ZERO = (
+    "loss near 0 is normal in GRPO: advantages are centred within each group; watch the rewards instead"
+)
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+class StepAbandoned(BaseException):  # noqa: N818 - reads as what happened
+    """Ctrl-C during a rollout: the step under way is dropped (the weights are the last completed step's)."""
+
+
+class Interrupt:
+    """SIGINT → a flag the callback turns into save-and-stop at the step's end; a second SIGINT raises
+    KeyboardInterrupt. With ``abandon_rollouts`` (one process: the ranks of --gpus N must stop together,
+    at a step's end), SIGINT during a rollout raises :class:`StepAbandoned` at once instead."""
+
+    def __init__(self, *, abandon_rollouts: bool = False) -> None:
+        self.requested = False
+        self.abandon_rollouts = abandon_rollouts
+        self.in_rollout = 0
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.in_rollout and self.abandon_rollouts:
+            self.requested = True
+            raise StepAbandoned
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        err_console.print(
+            "\n[yellow]Ctrl-C:[/] saving a checkpoint after this step, then stopping "
+            "(Ctrl-C again to stop now, without saving this step)"
+        )
+
+    def watch_rollouts(self, trainer: Any) -> None:
+        """Know when ``trainer`` is in a rollout (TRL's ``_generate_and_score_completions``)."""
+        original = getattr(trainer, "_generate_and_score_completions", None)
+        if original is None:
+            return
+
+        def rollout(*args: Any, **kwargs: Any) -> Any:
+            if self.requested and self.abandon_rollouts:  # Ctrl-C came between steps: start no rollout
+                raise StepAbandoned
+            self.in_rollout += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.in_rollout -= 1
+
+        trainer._generate_and_score_completions = rollout
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Interrupt]:
+        try:
+            previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not the main thread: leave Python's default KeyboardInterrupt
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def make_callback(run: RunDir, stage: str, **kw: Any) -> Any:
+    """A ``transformers.TrainerCallback`` showing :class:`LiveView` (``kw``: its keyword arguments); the
+    class is built here so that the module imports without transformers."""
+    from transformers import TrainerCallback
+
+    class LiveViewCallback(LiveView, TrainerCallback):
+        pass
+
+    return LiveViewCallback(run, stage, **kw)
+
+
+class LiveView:
+    """The live view of one stage: step timing, one row per log (metrics.jsonl and a console line),
+    the hints, and Ctrl-C turned into save-and-stop. :func:`make_callback` makes it a TrainerCallback."""
+
+    def __init__(
+        self,
+        run: RunDir,
+        stage: str,
+        *,
+        max_steps: int,
+        tracker: RewardTracker | None = None,
+        interrupt: Interrupt | None = None,
+        reward_names: list[str] | None = None,
+        quiet: bool = False,
+        memory: PhaseMemory | None = None,
+        device_peak: DevicePeak | None = None,
+        vllm_gib: float | None = None,
+        attempt: int | None = None,
+        from_sft: bool = False,
+    ) -> None:
+        self.run, self.stage, self.max_steps, self.attempt = run, stage, max_steps, attempt
+        self.tracker, self.interrupt, self.reward_names = tracker, interrupt, reward_names
+        self.quiet, self.from_sft = quiet, from_sft
+        self.memory, self.device_peak, self.vllm_gib = memory, device_peak, vllm_gib
+        self.step_times: list[float] = []
+        self.last = time.perf_counter()
+        self.started = self.last
+        self.window_start = self.last
+        self.hinted_loss = False
+        self.zero_std_streak = 0
+        self.first_step = None
+        self.rows: list[dict[str, Any]] = []
+        self.ema: float | None = None  # smoothed seconds per step (the first step left out)
+        self.eta: tuple[float, float] | None = None  # (last ETA shown, when)
+        self.folded = 0  # step times already in the average
+
+    # -- timing --
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.last = self.started = self.window_start = time.perf_counter()
+        self.first_step = state.global_step
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+        now = time.perf_counter()
+        self.step_times.append(now - self.last)
+        self.last = now
+        if self.memory is not None:
+            self.memory.step_end()
+        # Ctrl-C reaches the ranks at slightly different steps: stop together.
+        if any_rank(self.interrupt is not None and self.interrupt.requested):
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def smoothed_eta(self, remaining: int) -> float | None:
+        """ETA from an exponential average of step times, each new ETA within ½–2× of the last one
+        counted down: GRPO steps vary with completion length (a 100-step CPU run's ETA jumped 2h09 →
+        7m → 47m from raw step times, issue #15). No ETA from the first step alone (it compiles)."""
+        if len(self.step_times) < 2:
+            return None
+        for t in self.step_times[max(1, self.folded) :]:
+            self.ema = t if self.ema is None else 0.7 * self.ema + 0.3 * t
+        self.folded = len(self.step_times)
+        if self.ema is None:
+            return None
+        eta = self.ema * max(remaining, 0)
+        now = time.perf_counter()
+        if self.eta is not None and remaining > 0:
+            expected = max(self.eta[0] - (now - self.eta[1]), 0.0)
+            if expected > 0:
+                eta = min(max(eta, expected / 2), expected * 2)
+        self.eta = (eta, now)
+        return eta
+
+    def typical_step(self) -> float | None:
+        # The first step carries compilation/warm-up: leave it out once there are others.
+        times = self.step_times[1:] if len(self.step_times) > 1 else self.step_times
+        return sum(times) / len(times) if times else None
+
+    # -- logging --
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if not logs or not state.is_world_process_zero:
+            return
+        if "train_runtime" in logs:  # the trainer's final summary: reported by the stage itself
+            return
+        now = time.perf_counter()
+        window = now - self.window_start
+        self.window_start = now
+        row = self.timing_row(state, logs)
+        self.measure(row, window)
+        self.rows.append(row)
+        self.run.log_metrics(row)
+        if not self.quiet:
+            self.print_row(row)
+
+    def timing_row(self, state: Any, logs: dict[str, Any]) -> dict[str, Any]:
+        """The trainer's logs with the step, the step times and the ETA."""
+        step = int(state.global_step)
+        typical = self.typical_step()
+        total = self.max_steps or state.max_steps
+        row: dict[str, Any] = {
+            "stage": self.stage,
+            **({"attempt": self.attempt} if self.attempt is not None else {}),
+            "step": step,
+            "max_steps": total,
+            "time": round(time.time(), 3),
+        }
+        for key, value in logs.items():
+            v = _num(value)
+            row[key] = v if v is not None else value
+        row["step_seconds"] = round(self.step_times[-1], 4) if self.step_times else None
+        row["mean_step_seconds"] = round(typical, 4) if typical else None
+        eta = self.smoothed_eta(total - step) if total else None
+        row["eta_seconds"] = round(eta, 1) if eta is not None else None
+        return row
+
+    def measure(self, row: dict[str, Any], window: float) -> None:
+        """The time in reward functions over the last ``window`` seconds and the memory figures."""
+        from cli.train.backends import peak_gpu_gib
+
+        if self.tracker is not None:
+            taken = self.tracker.take()
+            row.update(taken)
+            spent = taken["reward_seconds"] or 0.0
+            row["reward_share"] = round(spent / window, 4) if window > 0 else None
+        row["peak_gpu_gib"] = peak_gpu_gib()
+        if self.memory is not None:
+            row.update(self.memory.take_row(window))
+        if self.vllm_gib is not None:
+            row["vllm_gib"] = self.vllm_gib
+        if self.device_peak is not None:
+            row["gpu_peak_gib"] = self.device_peak.peak_gib
+
+    def print_row(self, row: dict[str, Any]) -> None:
+        step, total = row["step"], row["max_steps"]
+        parts = [f"[bold]{self.stage}[/] {step}/{total}"]
+        if "loss" in row and _num(row["loss"]) is not None:
+            parts.append(f"loss {row['loss']:.4g}")
+        if self.stage == "grpo":
+            parts += self.grpo_parts(row)
+        elif _num(row.get("learning_rate")) is not None:
+            parts.append(f"lr {row['learning_rate']:.2e}")
+        parts += _cost_parts(row)
+        console.print(" │ ".join(parts), soft_wrap=True)
+        if self.stage == "grpo":
+            self.hints(row)
+
+    def grpo_parts(self, row: dict[str, Any]) -> list[str]:
+        parts = []
+        if _num(row.get("reward")) is not None:
+            parts.append(f"reward {row['reward']:.3g} ± {row.get('reward_std') or 0:.3g}")
+        for name in self.reward_names or []:
+            v = _num(row.get(f"rewards/{name}/mean"))
+            if v is not None:
+                parts.append(f"{name} {v:.3g}")
+        if row.get("format_hit_rate") is not None:
+            parts.append(f"format {row['format_hit_rate']:.0%}")
+        if _num(row.get("frac_reward_zero_std")) is not None:
+            parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
+        if _num(row.get("completions/mean_length")) is not None:
+            parts.append(f"len {row['completions/mean_length']:.0f}")
+        return parts
+
+    def hints(self, row: dict[str, Any]) -> None:
+        zero = _num(row.get("frac_reward_zero_std"))
+        if zero is not None and zero >= 1.0:
+            # Say it on the first such step, then every 10th in a row (not on every line).
+            if self.zero_std_streak % 10 == 0:
+                hint = HINT_ZERO_STD_AFTER_SFT if self.from_sft else HINT_ZERO_STD
+                console.print(f"  [yellow]hint:[/] {hint}")
+            self.zero_std_streak += 1
+        else:
+            self.zero_std_streak = 0
+        loss = _num(row.get("loss"))
+        if loss is not None and abs(loss) < 1e-3 and not self.hinted_loss:
+            self.hinted_loss = True
+            console.print(f"  [dim]hint: {HINT_LOSS_ZERO}[/]")
+
+
+def _cost_parts(row: dict[str, Any]) -> list[str]:
+    """Step time, time in rewards, memory and ETA of a console line."""
+    parts = []
+    if row.get("step_seconds") is not None:
+        parts.append(f"{row['step_seconds']:.2f} s/step")
+    if row.get("reward_share") is not None:
+        parts.append(f"rewards {row['reward_share']:.1%} of time")
+    if row.get("train_extra_gib") is not None:
+        mem = f"mem: train +{row['train_extra_gib']:.1f}"
+        if row.get("vllm_gib") is not None:
+            mem += f", vLLM {row['vllm_gib']:.1f}"
+        if row.get("gpu_peak_gib") is not None:
+            mem += f", GPU {row['gpu_peak_gib']:.1f}"
+        parts.append(mem + " GiB")
+    elif row.get("peak_gpu_gib") is not None:
+        parts.append(f"peak {row['peak_gpu_gib']:.1f} GiB")
+    parts.append(f"ETA {_fmt_s(row.get('eta_seconds'))}")
+    return parts
+
+
+def quiet_trainer(trainer: Any) -> None:
+    """Drop the trainer's own progress bar / dict printer: the live view replaces them."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):
+        with contextlib.suppress(ValueError):
+            trainer.remove_callback(cb)
