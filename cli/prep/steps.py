@@ -73,7 +73,7 @@ def build(
     import pandas as pd
 
     from cli.prep import load as dp
-    from cli.run.data import sft_length_cap
+    from cli.run.budget import sft_length_cap
 
     bad = loaded.bad + parsed.bad
     questions, answers, solutions = parsed.questions, parsed.answers, parsed.solutions
@@ -127,7 +127,7 @@ def _fits(lengths: list[int], cfg: Config, source: str, counts: dict[str, int]) 
     """Which prompts leave room for a completion in max_seq_length; the rest are dropped with a note."""
     import numpy as np
 
-    from cli.run.data import completion_room
+    from cli.run.budget import completion_room
 
     budget = completion_room(cfg.max_seq_length, cfg.grpo.max_completion_length)
     room = cfg.max_seq_length - budget

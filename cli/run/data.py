@@ -26,36 +26,6 @@ def strip_think(solution: str) -> str:
     return solution.replace("<think>", "").replace("</think>", "").strip()
 
 
-def sft_length_cap(max_seq_length: int, max_example_tokens: int = 0) -> int:
-    """Seed 000 stage 1: whole format examples up to half the context (``sft.max_example_tokens`` lower)."""
-    cap = max_seq_length // 2
-    return min(cap, max_example_tokens) if max_example_tokens else cap
-
-
-def completion_room(max_seq_length: int, max_completion_length: int | None) -> int:
-    """Tokens a prompt must leave for its completion: grpo.max_completion_length, else a quarter of the
-    context. `grpo prep` drops prompts longer than the rest (issue 11 row 9: one 5 MB question was kept
-    as a 2.5 M-token prompt at max_seq_length 2048)."""
-    return int(max_completion_length or max(max_seq_length // 4, 1))
-
-
-def grpo_completion_budget(
-    max_seq_length: int,
-    max_completion_length: int | None,
-    max_prompt: int,
-    flag: str = "--max-completion-length",
-) -> int:
-    """GRPO's completion budget: grpo.max_completion_length, else what the prompt cut leaves of the context
-    (`grpo grpo`, and `grpo filter`, which samples as GRPO will)."""
-    budget = int(max_completion_length or (max_seq_length - max_prompt))
-    if budget <= 0:
-        raise GrpoError(
-            f"max_seq_length {max_seq_length} leaves no room for completions after prompts of "
-            f"{max_prompt} tokens: raise max_seq_length or set {flag}"
-        )
-    return budget
-
-
 def read_table(run: RunDir, name: str, required: tuple[str, ...] = ()) -> Any:
     import pandas as pd
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
-from cli.run.data import FILTERED, filtered_prompts, read_stats, read_table, sft_length_cap, strip_think
+from cli.run.budget import sft_length_cap
+from cli.run.data import FILTERED, filtered_prompts, read_table, strip_think
 from cli.run.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -27,23 +28,19 @@ def _count_tokens(tokenizer: Any, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, dict[str, Any]]:
-    """Prompts + answers for GRPO, and the prompt-length cut (prep's p90 unless the config sets one)."""
+def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any, max_prompt: int) -> tuple[Any, dict[str, Any]]:
+    """Prompts + answers for GRPO: those of at most ``max_prompt`` tokens (the plan's cut,
+    :class:`cli.run.budget.RolloutBudget`: prep's p90 unless the config sets one)."""
     from datasets import Dataset
 
     spec = cfg.format_spec()
     df, prompts_from = _grpo_table(run)
-    stats = read_stats(run)
-    max_prompt = cfg.grpo.max_prompt_length or stats.get("max_prompt_length")
     if "prompt_tokens" in df.columns:
         lengths = [int(x) for x in df["prompt_tokens"]]
     else:
         from cli.prep.load import prompt_lengths  # prep's own count (an older prep wrote no column)
 
         lengths = prompt_lengths(tokenizer, spec, [str(q) for q in df["question"]])
-    if not max_prompt:
-        max_prompt = max(lengths)
-    max_prompt = int(max_prompt)
     # TRL >= 1 has no max_prompt_length: over-long prompts are dropped here (seed 000: p90 filter).
     keep = [i for i, n in enumerate(lengths) if n <= max_prompt]
     if not keep:
@@ -58,7 +55,7 @@ def grpo_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, int, di
         "max_prompt_length": max_prompt,
         "prompts_from": prompts_from,
     }
-    return Dataset.from_list(rows), max_prompt, info
+    return Dataset.from_list(rows), info
 
 
 def _grpo_table(run: RunDir) -> tuple[Any, str]:

@@ -27,7 +27,8 @@ from cli.config.schema import Config
 from cli.eval import scoring
 from cli.infer import generation, prompting
 from cli.models import loading
-from cli.run.data import FILTERED, PASSRATE, grpo_completion_budget, read_stats, read_table, train_sha256
+from cli.run.budget import RolloutBudget
+from cli.run.data import FILTERED, PASSRATE, read_stats, read_table, train_sha256
 from cli.run.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -77,16 +78,9 @@ def sampling_of(cfg: Config, n: int) -> generation.Sampling:
     )
 
 
-def completion_budget(cfg: Config, rd: RunDir, frame: Any, requested: int | None) -> int:
-    """``--max-new-tokens``, else GRPO's: grpo.max_completion_length, else what the prompt cut leaves."""
-    if requested:
-        return int(requested)
-    cut = cfg.grpo.max_prompt_length or read_stats(rd).get("max_prompt_length")
-    if not cut and "prompt_tokens" in frame.columns:
-        cut = int(frame["prompt_tokens"].max())
-    return grpo_completion_budget(
-        cfg.max_seq_length, cfg.grpo.max_completion_length, int(cut or 0), flag="--max-new-tokens"
-    )
+def completion_budget(cfg: Config, rd: RunDir, requested: int | None) -> int:
+    """``--max-new-tokens``, else GRPO's (:class:`cli.run.budget.RolloutBudget`): it samples as GRPO will."""
+    return RolloutBudget.of(cfg, read_stats(rd), completion=requested, flag="--max-new-tokens").completion
 
 
 def count_solved(
@@ -119,7 +113,7 @@ def run(job: FilterJob) -> dict[str, Any]:
     questions = [str(q) for q in frame["question"]]
     answers = [str(a).strip() for a in frame["answer"]]
     sampling = sampling_of(cfg, job.samples)
-    budget = completion_budget(cfg, rd, frame, job.max_new_tokens)
+    budget = completion_budget(cfg, rd, job.max_new_tokens)
     base_path = resolve_model(cfg, rd)
     with rd.stage("filter", cfg, adapter=job.adapter, engine=job.engine) as info:  # recorded when it succeeds
         tokenizer = loading.load_tokenizer(base_path, spec)
