@@ -69,37 +69,56 @@ def grpo(
     opts: Plan,
     overrides: dict[str, Any],
 ) -> None:
-    from cli.train import grpo_setup
+    from cli.train import plan as grpo_plan
 
     rd = RunDir(run)
     check_model_unchanged(rd, overrides.get("model"))
-    cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
-    plan = opts
+    cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides)
+    launch = opts
+    if dry_run:
+        _dry_run(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge)
     child = ranks.launched()
-    if not plan.node_rank:  # one writer per run directory; the other nodes of --num-nodes share node 0's
+    if not launch.node_rank:  # one writer per run directory; the other nodes of --num-nodes share node 0's
         rd.hold("grpo grpo")  # before anything is said or written
-    if not plan.wanted:
+    if not launch.wanted:
         note = distributed.one_gpu_per_process()  # before anything asks CUDA about its devices
         if note:
             err_console.print(f"[yellow]note:[/] {note}")
-    setup = grpo_setup.prepare(rd, cfg, plan, resume=resume, allow_dora_merge=allow_dora_merge)
-    with grpo_setup.undone_unless_saved(rd, setup, enabled=not child):
+    plan = grpo_plan.make_plan(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge)
+    with grpo_plan.undone_unless_saved(rd, plan, enabled=not child):
         rd.save_config(cfg)
         if not child:
-            grpo_setup.announce_attempt(rd, setup)
-        if plan.wanted and not child:
-            _relaunch(rd, cfg, plan, setup.attempt)
+            grpo_plan.announce_attempt(rd, plan)
+        if launch.wanted and not child:
+            _relaunch(rd, cfg, launch, plan.attempt)
         else:
-            _train(rd, cfg, setup, {"distributed": plan.describe()} if child else {})
+            _train(rd, cfg, plan, {"distributed": launch.describe()} if child else {})
 
 
-def _train(rd: RunDir, cfg: Config, setup: Any, scale: dict[str, Any]) -> None:
+def _dry_run(rd: RunDir, cfg: Config, launch: Plan, *, resume: bool, allow_dora_merge: bool) -> None:
+    """`--dry-run`: the resolved config, then the plan the stage would carry out (or why there is none)."""
+    import yaml
+
+    from cli.config.schema import to_yaml
+    from cli.run import quiet
+    from cli.train.plan import make_plan
+
+    try:
+        plan: Any = make_plan(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge).describe()
+    except GrpoError as exc:
+        plan = f"none yet: {exc}"
+    typer.echo(to_yaml(cfg) + yaml.safe_dump({"plan": plan}, sort_keys=False, allow_unicode=True), nl=False,
+               file=quiet.stdout())  # fmt: skip
+    raise typer.Exit(0)
+
+
+def _train(rd: RunDir, cfg: Config, plan: Any, scale: dict[str, Any]) -> None:
     """The GRPO stage in this process, recorded in the manifest (also when Ctrl-C stopped it)."""
     from cli.train.stages import run_grpo
     from cli.train.stopping import interrupted_note
 
-    with rd.stage("grpo", cfg, backend=setup.backend, **scale) as info:
-        info.update(run_grpo(cfg, rd, setup))
+    with rd.stage("grpo", cfg, backend=plan.backend, **scale) as info:
+        info.update(run_grpo(plan))
     if info.get("interrupted_at_step") is not None:
         interrupted_note(info, f"continue with `grpo grpo --resume --run {rd.path}`")
 

@@ -265,6 +265,26 @@ class GRPOConfig:
         flag="--vllm-server",
         panel=SCALE,
     )
+    # The vLLM importance-sampling correction (TRL's): what weighs a completion whose tokens the rollout
+    # engine and the trainer score differently. With the trainer scoring the rollout's own distribution
+    # (cli/train/lm_head.py) the ratio is 1 up to bf16 noise; per-token truncation to [0.5, 2] keeps what is
+    # left of that noise from weighing any token by more than 2 or less than 0.5
+    # (docs/importance-sampling.md).
+    vllm_is_mode: str = setting(
+        "token_truncate",
+        help="How vLLM rollouts are reweighted: token_truncate, token_mask, sequence_truncate, sequence_mask "
+        "or off.",
+        choices=("token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "off"),
+    )
+    vllm_is_min: float = setting(0.5, help="Lower bound of the importance ratio (vllm_is_mode).", ge=0)
+    vllm_is_max: float = setting(2.0, help="Upper bound of the importance ratio (vllm_is_mode).", gt=0)
+    # DAPO's dynamic sampling, online: groups with no reward spread refilled within the step.
+    dynamic_sampling: bool = setting(
+        False, help="Refill groups whose rewards have no spread with fresh prompts, within the step (DAPO)."
+    )
+    dynamic_max_retries: int = setting(
+        2, help="Extra rollouts a step may make to refill groups with no spread (dynamic_sampling).", ge=1
+    )
     # vLLM's share of the GPU: auto sizes it from the rollout (weights + KV + margin); a fraction overrides.
     gpu_memory_utilization: float | str = setting(
         "auto", help="vLLM's share of the GPU: auto (sized from the rollout) or a fraction."
@@ -613,6 +633,11 @@ def validate(cfg: Config) -> None:
     parse_utilization(cfg.grpo.gpu_memory_utilization)
     if cfg.sft.max_steps == 0 and cfg.sft.epochs is None:
         raise GrpoError("config 'sft.max_steps' is 0: set sft.epochs, or a number of steps")
+    if cfg.grpo.vllm_is_min >= cfg.grpo.vllm_is_max:
+        raise GrpoError(
+            f"config 'grpo.vllm_is_min' ({cfg.grpo.vllm_is_min:g}) must be below 'grpo.vllm_is_max' "
+            f"({cfg.grpo.vllm_is_max:g})"
+        )
     cfg.format_spec()  # raises on a bad format section
 
 

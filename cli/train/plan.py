@@ -1,0 +1,374 @@
+"""`grpo grpo`'s plan: every decision of the stage, made once, before a model loads.
+
+:func:`make_plan` reads the config, the run directory and the launcher flags and returns a frozen
+:class:`GrpoPlan`: the backend, the rewards, vLLM or not (and its share of the GPU), DoRA, the attempt and
+the checkpoint to resume, the :class:`~cli.run.budget.RolloutBudget` (prompt cut, completion budget,
+sequences per rollout), the hardware facts the trainer's arguments depend on, and how the trainer scores
+its log-probs (:class:`~cli.train.lm_head.Support`). Nothing here imports torch: the plan is what
+``grpo grpo --dry-run`` prints. :meth:`GrpoPlan.trl_args` is the one place where our names meet TRL's
+``GRPOConfig``; :mod:`cli.train.stages` only carries the plan out.
+
+Cheap checks first, so a bad flag fails in a second: the batch against the group size and the world,
+the rewards (resolved and bound to the format), the launcher plan, the vLLM server, DoRA against vLLM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cli.common import GrpoError, err_console
+from cli.config.schema import Config
+from cli.infer.vllm_memory import VllmPlan
+from cli.run import ranks
+from cli.run.budget import RolloutBudget
+from cli.run.rundir import RunDir
+from cli.train import distributed
+from cli.train.distributed import Plan as Launch
+from cli.train.hardware import Hardware, common_args, training_dtype
+from cli.train.lm_head import Support
+from cli.train.rewards import Reward
+
+
+@dataclass(frozen=True)
+class GrpoPlan:
+    """What the GRPO stage runs with (see the module docs)."""
+
+    cfg: Config
+    run: RunDir
+    launch: Launch
+    backend: str  # unsloth | hf
+    rewards: tuple[Reward, ...]
+    use_vllm: bool
+    uses_dora: bool
+    adapter: Path | None  # the run's SFT adapter, when there is one
+    attempt: int
+    checkpoints: Path  # this attempt's checkpoint folder
+    resume: Path | None  # the checkpoint to resume from
+    budget: RolloutBudget
+    hardware: Hardware
+    vllm: VllmPlan | None  # the colocated engine's share of the GPU (None: no colocated engine)
+    support: Support | None  # our LM head scores over this support (None: the backend's own head)
+
+    @property
+    def dtype(self) -> str:
+        return training_dtype(self.cfg.dtype, self.hardware)
+
+    @property
+    def start_step(self) -> int:
+        return int(self.resume.name.rpartition("-")[2] or 0) if self.resume else 0
+
+    @property
+    def from_adapter(self) -> bool:
+        return self.adapter is not None or self.resume is not None
+
+    def describe(self) -> dict[str, Any]:
+        """The plan as ``grpo grpo --dry-run`` prints it."""
+        g = self.cfg.grpo
+        return {
+            "backend": self.backend,
+            "rollouts": _rollout_word(self),
+            "start": f"checkpoint {self.resume}" if self.resume else str(self.adapter or "fresh LoRA"),
+            "attempt": self.attempt,
+            "checkpoints": str(self.checkpoints),
+            "rewards": {r.name: r.weight for r in self.rewards},
+            "budget": {
+                "prompt_tokens": self.budget.prompt,
+                "completion_tokens": self.budget.completion,
+                "sequences_per_rollout": self.budget.sequences,
+            },
+            "vllm_gpu_memory_utilization": self.vllm.utilization if self.vllm else None,
+            "trainer_logprobs": f"over {self.support.describe()}" if self.support else "the backend's own",
+            "importance_sampling": None if not self.use_vllm or g.vllm_is_mode == "off" else {
+                "mode": g.vllm_is_mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
+            },
+            "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
+            "dtype": self.dtype,
+            "world_size": self.hardware.world,
+        }  # fmt: skip
+
+    # ---- TRL's GRPOConfig ---------------------------------------------------------------------------
+    def trl_args(self, eos_token: str) -> dict[str, Any]:
+        """TRL's ``GRPOConfig`` arguments (seed 000's objective and schedule, from the config): the one place
+        where our names meet TRL's. ``eos_token``: the loaded tokenizer's (the rollouts stop at it)."""
+        g, hw = self.cfg.grpo, self.hardware
+        return dict(
+            **common_args(self.cfg, g, self.checkpoints, g.max_steps, self.backend, self.dtype, hw),
+            per_device_train_batch_size=g.per_device_batch,
+            gradient_accumulation_steps=g.grad_accum,
+            num_generations=g.gens,
+            max_completion_length=self.budget.completion,
+            temperature=g.temperature,
+            min_p=g.min_p,
+            top_p=g.top_p,
+            top_k=g.top_k or 0,
+            # transformers 5 folds warmup_ratio into warmup_steps: a float in [0, 1) is a ratio of the run.
+            warmup_steps=float(g.warmup_ratio) if 0 < g.warmup_ratio < 1 else 0,
+            lr_scheduler_type=g.lr_scheduler,
+            max_steps=g.max_steps,
+            beta=g.beta,
+            loss_type=g.loss_type,
+            epsilon=g.epsilon,
+            epsilon_high=g.epsilon if g.epsilon_high is None else g.epsilon_high,
+            mask_truncated_completions=bool(g.mask_truncated_completions),
+            scale_rewards=g.scale_rewards,
+            importance_sampling_level=g.importance_sampling_level,
+            num_iterations=g.num_iterations,
+            **({"steps_per_generation": g.steps_per_generation} if g.steps_per_generation else {}),
+            reward_weights=[r.weight for r in self.rewards],
+            max_grad_norm=g.max_grad_norm,
+            report_to=g.report_to,
+            **self._rollout_args(eos_token),
+        )
+
+    def _rollout_args(self, eos_token: str) -> dict[str, Any]:
+        """The rollouts: a vLLM server, colocated vLLM (Unsloth's engine or TRL's), or none (HF generate)."""
+        g = self.cfg.grpo
+        if not self.use_vllm:
+            return {}
+        stops = self.cfg.format_spec().stop_strings(eos_token)
+        correction: dict[str, Any] = (
+            {"vllm_importance_sampling_correction": False}
+            if g.vllm_is_mode == "off"
+            else {
+                "vllm_importance_sampling_correction": True,
+                "vllm_importance_sampling_mode": g.vllm_is_mode,
+                "vllm_importance_sampling_clip_min": g.vllm_is_min,
+                "vllm_importance_sampling_clip_max": g.vllm_is_max,
+            }
+        )
+        if g.vllm_server:
+            # TRL's server mode: rollouts from a `trl vllm-serve` process (started by `grpo serve`), which
+            # receives the LoRA-merged weights over NCCL after every optimizer step.
+            return {
+                "use_vllm": True,
+                "vllm_mode": "server",
+                "vllm_server_base_url": distributed.server_url(g.vllm_server),
+                "generation_kwargs": {"stop": stops, "include_stop_str_in_output": True},
+                **correction,
+            }
+        if self.backend == "unsloth":
+            # Seed 000: min_p 0.1, top_p 1.0, top_k -1, stop at EOS and keep it in the output. Unsloth takes
+            # vLLM's own SamplingParams (built from this dict by the stage, which may import vLLM).
+            params = {
+                "min_p": g.min_p, "top_p": g.top_p, "top_k": g.top_k or -1, "seed": self.cfg.seed,
+                "stop": stops, "include_stop_str_in_output": True,
+            }  # fmt: skip
+            return {"use_vllm": True, "vllm_sampling_params": params, **correction}
+        # TRL colocate: before each sync it merges the LoRA into the weights (works for DoRA too).
+        assert self.vllm is not None  # a colocated engine always has its share planned
+        return {
+            "use_vllm": True,
+            "vllm_mode": "colocate",
+            "vllm_gpu_memory_utilization": self.vllm.utilization,
+            "generation_kwargs": {"stop": stops, "include_stop_str_in_output": True},
+            **correction,
+        }
+
+
+def _rollout_word(plan: GrpoPlan) -> str:
+    g = plan.cfg.grpo
+    if g.vllm_server:
+        return f"vLLM server {g.vllm_server}"
+    if not plan.use_vllm:
+        return "HF generate"
+    return "vLLM (Unsloth fast_inference)" if plan.backend == "unsloth" else "vLLM (TRL colocate)"
+
+
+def sft_adapter(rd: RunDir) -> Path | None:
+    adapter = rd.sft_dir / "adapter"
+    return adapter if (adapter / "adapter_config.json").exists() else None
+
+
+def uses_dora(cfg: Config, adapter: Path | None) -> bool:
+    """DoRA when the adapter GRPO continues has it, or (fresh adapter) when the config asks for it."""
+    from cli.train import backends
+
+    return bool(backends.adapter_settings(adapter)["dora"]) if adapter else cfg.lora.dora
+
+
+def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_dora_merge: bool) -> GrpoPlan:
+    """Decide everything (see the module docs); raises :class:`GrpoError` on the first thing that is wrong."""
+    from cli.train import backends
+    from cli.train.checkpoints import plan_attempt
+    from cli.train.reporters import check_reporter
+    from cli.train.rewards import resolve_rewards
+
+    g, child = cfg.grpo, ranks.launched()
+    distributed.check_batch(
+        g.per_device_batch, g.gens, ranks.world_size() if child else launch.world, g.rollout_steps
+    )
+    check_reporter(g.report_to)
+    reward_list = resolve_rewards(g.rewards, cfg.format_spec())
+    adapter = sft_adapter(rd)
+    dora = uses_dora(cfg, adapter)
+    url = distributed.server_url(g.vllm_server) if g.vllm_server else None
+    attempt, attempt_dir, checkpoint = plan_attempt(rd.grpo_dir / "checkpoints", resume)
+    if checkpoint is not None and not child:
+        distributed.check_resume(checkpoint, launch)
+    if launch.wanted and not child:
+        distributed.check_plan(launch)
+    if url:
+        if not child:  # the parent checked it a moment ago
+            distributed.check_vllm_server(url)
+        distributed.require_vllm("--vllm-server")
+    hw = Hardware.probe()
+    chosen = backends.choose_backend(cfg.backend)
+    if launch.wanted or url:
+        chosen = _scale_out_backend(cfg.backend, chosen, launch)
+    if dora and (g.vllm_server or (g.vllm != "off" and (g.vllm == "on" or _vllm_possible(hw)))):
+        chosen = _dora_with_vllm(chosen, allow_dora_merge)
+    use_vllm = bool(g.vllm_server) or _decide_vllm(g.vllm, hw)
+    if g.dynamic_sampling and (launch.wanted or child):
+        raise GrpoError(
+            "grpo.dynamic_sampling runs in one process: the ranks of --gpus N cannot retry together"
+        )
+    rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
+    if adapter is None and checkpoint is None:
+        err_console.print(
+            "[yellow]note:[/] no SFT adapter in this run: GRPO starts from the base model "
+            "(`grpo sft` first teaches the format, so rewards vary from the first steps)"
+        )
+    from cli.run.data import read_stats
+
+    budget = RolloutBudget.of(cfg, read_stats(rd))
+    colocated = use_vllm and not g.vllm_server
+    return GrpoPlan(
+        cfg=cfg, run=rd, launch=launch, backend=chosen, rewards=tuple(reward_list), use_vllm=use_vllm,
+        uses_dora=dora, adapter=adapter, attempt=attempt, checkpoints=attempt_dir, resume=checkpoint,
+        budget=budget, hardware=hw, vllm=_vllm_share(cfg, rd, budget, hw) if colocated else None,
+        support=_support(cfg, chosen, use_vllm, hw),
+    )  # fmt: skip
+
+
+def _vllm_possible(hw: Hardware) -> bool:
+    return hw.cuda and importlib.util.find_spec("vllm") is not None
+
+
+def _decide_vllm(mode: str, hw: Hardware) -> bool:
+    """Rollouts through vLLM? ``auto``: when vLLM is installed and CUDA is present."""
+    if mode == "off":
+        return False
+    if mode == "on" and not _vllm_possible(hw):
+        why = (
+            "vllm is not installed" if importlib.util.find_spec("vllm") is None else "no CUDA GPU is visible"
+        )
+        raise GrpoError(f"--vllm on: {why}; use --vllm off (rollouts with HF generate)")
+    return _vllm_possible(hw)
+
+
+def _vllm_share(cfg: Config, rd: RunDir, budget: RolloutBudget, hw: Hardware) -> VllmPlan:
+    """vLLM's share of the GPU for this run's rollouts (before the model loads: vLLM starts first)."""
+    from cli.infer.vllm_memory import model_shape, plan_vllm
+    from cli.models.resolve import resolve_model
+
+    return plan_vllm(
+        cfg.grpo.gpu_memory_utilization,
+        model_shape(resolve_model(cfg, rd)),
+        sequences=budget.sequences,  # TRL generates steps_per_generation batches at once
+        prompt_tokens=budget.prompt,
+        completion_tokens=budget.completion,
+        total_bytes=int(hw.gpu_bytes or 0),
+    )
+
+
+def _support(cfg: Config, backend: str, use_vllm: bool, hw: Hardware) -> Support | None:
+    """How our LM head scores the trainer's log-probs, or None for the backend's own head.
+
+    - hf on a CPU: TRL's Triton kernel has no CPU driver; ours is plain torch (full softmax: HF generate
+      samples, and without an engine there is no ratio to correct).
+    - hf with vLLM: the rollout's own distribution (min_p / top_k / top_p, logits in the weights' dtype),
+      so the importance ratio compares like with like (:mod:`cli.train.lm_head`). Not under ZeRO-3 / FSDP,
+      where the head's weight is sharded and TRL gathers it itself.
+    - unsloth: its own log-probs (over the kept set, automatically, when the rollouts were truncated).
+    """
+    if backend != "hf":
+        return None
+    if not hw.cuda:
+        return Support()
+    if use_vllm and not hw.sharded:
+        g = cfg.grpo
+        return Support(temperature=g.temperature, min_p=g.min_p, top_k=g.top_k or 0, top_p=g.top_p)
+    return None
+
+
+def _dora_with_vllm(chosen: str, allow_dora_merge: bool) -> str:
+    if not allow_dora_merge:
+        raise GrpoError(
+            "DoRA adapters cannot be served by vLLM: use --no-dora (on a fresh run), --vllm off "
+            "(HF generate, slower) or --allow-dora-merge (merge into the weights before each rollout "
+            "sync)"
+        )
+    if chosen == "unsloth":
+        err_console.print(
+            "[yellow]note:[/] --allow-dora-merge: using the hf backend (TRL colocate vLLM merges "
+            "the adapter before each weight sync); Unsloth's vLLM path serves LoRA only"
+        )
+    return "hf"
+
+
+def _scale_out_backend(requested: str, chosen: str, plan: Launch) -> str:
+    """Several processes and TRL's vLLM server run under the hf backend (Unsloth trains on one GPU)."""
+    what = plan.flag if plan.wanted else "--vllm-server"
+    if chosen == "hf":
+        return chosen
+    if requested == "unsloth":
+        raise GrpoError(f"{what}: the unsloth backend trains on one GPU; use --backend hf (accelerate + TRL)")
+    if not ranks.launched():
+        err_console.print(
+            f"[yellow]note:[/] {what}: using the hf backend (accelerate + TRL; Unsloth trains on one GPU)"
+        )
+    return "hf"
+
+
+def announce_attempt(rd: RunDir, setup: GrpoPlan) -> None:
+    """Say which attempt this is: resumed, or new beside earlier attempts' checkpoints."""
+    from cli.train.checkpoints import attempts, latest_checkpoint
+
+    earlier = {
+        n: f
+        for n, f in attempts(rd.grpo_dir / "checkpoints").items()
+        if n != setup.attempt and latest_checkpoint(f) is not None
+    }
+    if setup.resume is not None:
+        err_console.print(f"grpo: resuming attempt {setup.attempt} from {setup.resume}", soft_wrap=True)
+    elif earlier:
+        err_console.print(
+            f"[yellow]note:[/] new attempt {setup.attempt} (checkpoints → {setup.checkpoints}); "
+            f"the checkpoints of attempt{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))} "
+            "stay where they are — `grpo grpo --resume` continues the most recent attempt",
+            soft_wrap=True,
+        )
+
+
+@contextlib.contextmanager
+def undone_unless_saved(rd: RunDir, setup: GrpoPlan, *, enabled: bool = True) -> Iterator[None]:
+    """A `grpo grpo` that fails (or is stopped) before its attempt saved a checkpoint leaves the run as it
+    was: its config.yaml as before (the failed flags are not remembered) and no empty attempt folder, so
+    the next run is the same attempt again (issue 11: "the run directory exactly as it was")."""
+    from cli.train.checkpoints import latest_checkpoint
+
+    config = rd.config_path.read_bytes() if enabled and rd.config_path.is_file() else None
+    created = setup.checkpoints  # the outermost folder of it that this command creates (grpo/ on a new run)
+    while not created.parent.exists():
+        created = created.parent
+    fresh = not created.exists()
+    try:
+        yield
+    except BaseException:
+        if enabled and latest_checkpoint(setup.checkpoints) is None:
+            if fresh:
+                shutil.rmtree(created, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                if config is not None:
+                    from cli.run.atomic import atomic_write_bytes
+
+                    atomic_write_bytes(rd.config_path, config)
+                else:
+                    rd.config_path.unlink(missing_ok=True)
+        raise

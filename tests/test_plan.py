@@ -1,0 +1,76 @@
+"""cli/train/plan.py and cli/run/budget.py: `grpo grpo` decides everything once, before a model loads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import REPO, cli_env, fresh_copy
+
+from cli.common import GrpoError
+from cli.config.schema import Config
+from cli.run.budget import RolloutBudget
+
+
+def test_budget_is_one_rule() -> None:
+    cfg = Config()
+    cfg.max_seq_length = 1024
+    b = RolloutBudget.of(cfg, {"max_prompt_length": 200})
+    assert (b.prompt, b.completion, b.sequences) == (200, 824, cfg.grpo.gens)  # what the cut leaves
+    cfg.grpo.max_completion_length, cfg.grpo.batch_size, cfg.grpo.grad_accum = 300, 8, 2
+    b = RolloutBudget.of(cfg, {"max_prompt_length": 200})
+    # steps_per_generation defaults to grad_accum: two batches per rollout
+    assert (b.completion, b.sequences, b.kv_tokens) == (300, 16, 16 * 500)
+    assert RolloutBudget.of(cfg, {}).prompt == 512  # no cut recorded: half the context
+    assert RolloutBudget.of(cfg, {}, completion=64).completion == 64  # a command's own flag wins
+    cfg.grpo.max_completion_length = None
+    with pytest.raises(
+        GrpoError, match="leaves no room for completions after prompts of 1024 tokens.*--max-new"
+    ):
+        RolloutBudget.of(cfg, {"max_prompt_length": 1024}, flag="--max-new-tokens")
+
+
+def test_plan_is_made_without_torch_and_maps_our_names_to_trl(prepped: Path, tmp_path: Path) -> None:
+    run = fresh_copy(prepped, tmp_path)
+    code = f"""
+import sys
+from cli.config.schema import resolve
+from cli.run.rundir import RunDir
+from cli.train.distributed import Plan
+from cli.train.plan import make_plan
+cfg = resolve(overrides={{"grpo.min_p": 0.05, "grpo.vllm_is_mode": "sequence_truncate", "backend": "hf"}})
+plan = make_plan(RunDir({str(run)!r}), cfg, Plan(), resume=False, allow_dora_merge=False)
+assert "torch" not in sys.modules, "the plan imported torch"
+args = plan.trl_args("<|endoftext|>")
+print(plan.backend, plan.use_vllm, plan.budget.prompt, args["min_p"], args["max_completion_length"],
+      args["optim"], args["bf16"], "use_cpu" in args, "vllm_importance_sampling_mode" in args,
+      plan.support)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    words = out.stdout.split()
+    stats = yaml.safe_load((run / "data" / "stats.json").read_text())
+    cut = int(stats["max_prompt_length"])
+    want = ["hf", "False", str(cut), "0.05", str(2048 - cut), "adamw_torch", "False", "True", "False"]
+    assert words[:9] == want
+    # On a CPU the hf backend scores log-probs with our head (TRL's Triton kernel has no CPU driver).
+    assert "Support(temperature=1.0, min_p=0.0" in out.stdout
+
+
+def test_dry_run_prints_the_plan(prepped: Path, tmp_path: Path, runner) -> None:  # noqa: ANN001
+    from helpers import dry_run
+
+    run = fresh_copy(prepped, tmp_path)
+    printed = dry_run(runner, "grpo", "--run", str(run), "--gens", "4", "--max-completion-length", "32")
+    plan = printed["plan"]
+    assert plan["budget"]["completion_tokens"] == 32 and plan["budget"]["sequences_per_rollout"] == 4
+    assert plan["rollouts"] == "HF generate" and plan["importance_sampling"] is None
+    assert set(plan["rewards"]) == {r["name"] for r in printed["grpo"]["rewards"]}
+    # No data yet: the plan says why instead of failing the dry run.
+    empty = dry_run(runner, "grpo", "--run", str(tmp_path / "new"))
+    assert str(empty["plan"]).startswith("none yet:") and "grpo prep" in empty["plan"]
