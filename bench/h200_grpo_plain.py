@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -66,6 +67,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--gradient-checkpointing", default="unsloth")
     p.add_argument("--out", type=Path, default=Path("outputs/bench_grpo_plain"))
     return p.parse_args(argv)
+
+
+def _timed(base: type, phases: Any) -> type:
+    """``base`` with its rollout, generation, rewards, log-prob passes, loss and step timed by ``phases``."""
+    names = {
+        "_generate_and_score_completions": "rollout",
+        "_generate": "generate",
+        "_calculate_rewards": "rewards",
+        "_get_per_token_logps_and_entropies": "logprobs",
+        "compute_loss": "loss",
+        "training_step": "train_step",
+    }
+
+    def timed(name: str, phase: str) -> Any:
+        def method(self: Any, *a: Any, **kw: Any) -> Any:
+            with phases.timed(phase):
+                return getattr(base, name)(self, *a, **kw)
+
+        return method
+
+    return type("TimedGRPOTrainer", (base,), {n: timed(n, p) for n, p in names.items()})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,16 +199,17 @@ def main(argv: list[str] | None = None) -> int:
         generation_kwargs=gen_kwargs or None,
         **vllm_kwargs,
     )
-    trainer = GRPOTrainer(
-        model=model, processing_class=tokenizer, reward_funcs=rewards, args=config, train_dataset=dataset
-    )
-
     steps: list[dict] = []
-    # The same phase clock as `grpo grpo` (cli/train/phases.py): it only times, it changes nothing.
+    # The same phase clock as `grpo grpo` (cli/train/phases.py) around the same trainer methods: a plain
+    # subclass that only times, it changes nothing.
     sys.path.insert(0, str(REPO))
     from cli.train.phases import PhaseTimes
 
-    phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer) if args.phases else None
+    phases = PhaseTimes(PhaseTimes.cuda_sync()) if args.phases else None
+    trainer_cls = _timed(GRPOTrainer, phases) if phases is not None else GRPOTrainer
+    trainer = trainer_cls(
+        model=model, processing_class=tokenizer, reward_funcs=rewards, args=config, train_dataset=dataset
+    )
 
     class Timer(TrainerCallback):
         def __init__(self) -> None:

@@ -8,9 +8,9 @@ Both backends train a LoRA adapter. A later stage continues the run's previous a
 same LoRA from the adapter's own ``adapter_config.json`` and loading its weights into it, so Unsloth's
 patched LoRA layers (and its vLLM LoRA hand-off) stay in place.
 
-Long because: the two backends are loaded, configured and saved side by side (what one does, the other
-visibly does too), with the plain-torch stand-in for TRL's Triton log-prob kernel that the hf backend
-needs on a CPU.
+The trainer arguments that depend on the hardware (precision, optimizer, gradient checkpointing) are the
+plan's (:mod:`cli.train.plan`); on a CPU, the hf backend's log-probs come from our LM head
+(:mod:`cli.train.lm_head`), since TRL's Triton kernel has no CPU driver.
 """
 
 from __future__ import annotations
@@ -71,17 +71,6 @@ def choose_backend(requested: str) -> str:
     return requested
 
 
-def decide_vllm(mode: str) -> bool:
-    """Rollouts through vLLM? ``auto``: when vLLM is installed and CUDA is present."""
-    if mode == "off":
-        return False
-    have = vllm_installed() and cuda_available()
-    if mode == "on" and not have:
-        why = "vllm is not installed" if not vllm_installed() else "no CUDA GPU is visible"
-        raise GrpoError(f"--vllm on: {why}; use --vllm off (rollouts with HF generate)")
-    return have
-
-
 def import_backend(backend: str, *, use_vllm: bool = False) -> None:
     """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires."""
     if backend != "unsloth":
@@ -99,60 +88,6 @@ def import_backend(backend: str, *, use_vllm: bool = False) -> None:
             f"cannot import unsloth ({type(exc).__name__}: {_first_line(exc)}); "
             "fix the install or use --backend hf"
         ) from None
-
-
-class _TorchChunkedLogProb:
-    """Plain-torch stand-in for ``trl.kernels.ChunkedLogProbFunction`` (same inputs and outputs).
-
-    TRL 1.15 computes SFT and GRPO log-probs with a Triton kernel (its "fused LM head") whatever the
-    device; on a CPU Triton has no driver and training stops with "0 active drivers". Here the logits
-    are built in token chunks (bounded memory) and autograd does the backward.
-    """
-
-    @staticmethod
-    def apply(hidden, weight, bias, targets, temperature, chunk_size, softcap, logit_scale, outputs):  # noqa: ANN001, ANN205
-        import torch
-
-        n, vocab = hidden.shape[0], weight.shape[0]
-        step = max(1, (1 << 25) // max(vocab, 1))  # ~128 MiB of fp32 logits per chunk
-        parts: dict[str, list[Any]] = {
-            k: [] for k in ("lp", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1")
-        }
-        for start in range(0, max(n, 1), step):
-            h, t = hidden[start : start + step], targets[start : start + step]
-            z = h.float() @ weight.float().t()
-            if bias is not None:
-                z = z + bias.float()
-            z = z * logit_scale
-            if softcap:
-                z = softcap * torch.tanh(z / softcap)
-            z = z / temperature
-            logp = torch.log_softmax(z, dim=-1)
-            parts["lp"].append(logp.gather(-1, t[:, None]).squeeze(-1))
-            if "entropy" in outputs:
-                parts["entropy"].append(-(logp.exp() * logp).sum(-1))
-            if "log_sum_sq_probs" in outputs:
-                parts["log_sum_sq_probs"].append(torch.logsumexp(2 * logp, dim=-1).detach())
-            if "mean_logits" in outputs:
-                parts["mean_logits"].append(z.mean(-1).detach())
-            if "is_top1" in outputs:
-                parts["is_top1"].append(z.argmax(-1) == t)
-        return tuple(torch.cat(v) if v else None for v in parts.values())
-
-
-def patch_trl_for_cpu(backend: str) -> None:
-    """Under hf without a GPU, swap TRL's Triton log-prob kernel for :class:`_TorchChunkedLogProb`.
-
-    Unsloth computes these losses itself, so only the hf backend needs it.
-    """
-    import torch
-
-    if backend != "hf" or torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available()):
-        return
-    import trl.trainer.utils as trl_utils
-
-    if hasattr(trl_utils, "_ChunkedLogProbFunction"):
-        trl_utils._ChunkedLogProbFunction = _TorchChunkedLogProb
 
 
 # ---- LoRA settings ------------------------------------------------------------------------------
@@ -193,41 +128,6 @@ def lora_settings(cfg: Config, adapter: Path | None) -> dict[str, Any]:
         "rslora": cfg.lora.rslora,
         "dora": cfg.lora.dora,
     }
-
-
-# ---- hardware-dependent trainer settings -------------------------------------------------------
-def optimizer_name(requested: str) -> str:
-    """``auto``: 8-bit AdamW (seed 000) where bitsandbytes works, i.e. on CUDA; else plain AdamW."""
-    if requested != "auto":
-        return requested
-    if sharded():
-        # bitsandbytes' 8-bit update cannot take FSDP2's DTensor shards (measured on 2 H200s:
-        # "got mixed torch.Tensor and DTensor"), and ZeRO partitions the states itself.
-        return "adamw_torch"
-    if cuda_available() and importlib.util.find_spec("bitsandbytes") is not None:
-        return "adamw_8bit"
-    return "adamw_torch"
-
-
-def precision_args(model: Any) -> dict[str, Any]:
-    """Mixed precision follows the weights on CUDA; on the CPU the trainer runs as loaded."""
-    import torch
-
-    if not cuda_available():
-        return {"bf16": False, "fp16": False}
-    dtype = getattr(model, "dtype", None)
-    return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
-
-
-def checkpointing_args(backend: str, cfg: Config) -> dict[str, Any]:
-    """Gradient checkpointing for hf on a GPU (Unsloth sets up its own in get_peft_model; on the CPU
-    the tiny models do not need it and it only slows steps down)."""
-    gc = cfg.lora.gradient_checkpointing
-    if backend != "hf" or gc in ("", "none", "false", False, None) or not cuda_available():
-        return {}
-    # PEFT under ZeRO-3 needs the re-entrant variant (transformers forces it, with a warning, otherwise).
-    reentrant = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
-    return {"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": reentrant}}
 
 
 def _torch_dtype(name: str) -> Any:
@@ -296,13 +196,9 @@ def _load_unsloth(
     }
     if use_vllm:
         # Unsloth's standby mode replaces any share below ~0.88 of the card by its own (124 GiB on an
-        # H200 for a 4B model): keep the share planned for the rollout (cli.train.gpu_memory).
+        # H200 for a 4B model): keep the share the plan gave the rollout (cli.infer.vllm_memory).
         os.environ["UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE"] = "1"
-        kwargs.update(
-            fast_inference=True,
-            max_lora_rank=lora["r"],
-            gpu_memory_utilization=utilization if utilization is not None else 0.6,
-        )
+        kwargs.update(fast_inference=True, max_lora_rank=lora["r"], gpu_memory_utilization=utilization)
     try:
         model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
     except (OSError, ValueError) as exc:

@@ -87,50 +87,27 @@ def _visible_devices() -> list[int | str]:
 
 
 class PhaseMemory:
-    """Training-phase memory. torch's peak is reset when a generation batch has been made, and what is
-    resident then (the weights, vLLM's KV cache in the colocated engine) is noted, so at the step's end
-    ``train_peak`` is the largest torch allocation of the log-prob + backward part, and ``train_extra``
-    what that part added on top of the resident memory (activations, gradients, optimizer state)."""
+    """Training-phase memory. torch's peak is reset when a generation batch has been made
+    (:meth:`after_rollout`, called by the trainer), and what is resident then (the weights, vLLM's KV cache
+    in the colocated engine) is noted, so at the step's end ``train_peak`` is the largest torch allocation
+    of the log-prob + backward part, and ``train_extra`` what that part added on top of the resident memory
+    (activations, gradients, optimizer state)."""
 
     def __init__(self) -> None:
         self.train_peak_bytes = 0
         self.train_extra_bytes = 0
         self._resident = 0
-        self.phases: Any = None  # cli.train.phases.PhaseTimes once wrapped
 
-    def wrap(self, trainer: Any) -> PhaseMemory:
-        """Watch ``trainer``: memory around its generation batches, and the per-step phase clock."""
+    def after_rollout(self) -> None:
         import torch
 
-        from cli.train.phases import PhaseTimes
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+            self._resident = int(torch.cuda.memory_allocated())
 
-        original = getattr(trainer, "_generate_and_score_completions", None)
-        if original is None:
-            return self
-
-        def noted(*args: Any, **kwargs: Any) -> Any:
-            out = original(*args, **kwargs)
-            if torch.cuda.is_available():
-                torch.cuda.reset_peak_memory_stats()
-                self._resident = int(torch.cuda.memory_allocated())
-            return out
-
-        trainer._generate_and_score_completions = noted
-        # The phase clock times the rollout (generation + scoring) among the other phases.
-        self.phases = PhaseTimes(PhaseTimes.cuda_sync()).wrap(trainer)
-        return self
-
-    def take_row(self, window: float) -> dict[str, Any]:
-        """This step's memory and time figures for the live view's row (resets the per-step ones)."""
-        phases = self.phases.take() if self.phases is not None else {}
-        gen = phases.get("phase_rollout_s", 0.0)
-        return {
-            "generation_seconds": round(gen, 4),
-            "generation_share": round(gen / window, 4) if window > 0 else None,
-            "train_peak_gib": self.train_peak_gib,
-            "train_extra_gib": self.train_extra_gib,
-            **phases,
-        }
+    def take_row(self) -> dict[str, Any]:
+        """The memory figures of the live view's row."""
+        return {"train_peak_gib": self.train_peak_gib, "train_extra_gib": self.train_extra_gib}
 
     def step_end(self) -> None:
         import torch

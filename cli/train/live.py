@@ -19,14 +19,17 @@ import math
 import signal
 import time
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from cli.common import finite as _num
 from cli.run.console import console, err_console
 from cli.run.ranks import any_rank
 from cli.run.rundir import RunDir
-from cli.train.gpu_memory import DevicePeak, PhaseMemory
-from cli.train.rewards import RewardTracker
+from cli.train.canary import GAP_KEY, RATIO_KEY
+
+if TYPE_CHECKING:
+    from cli.train.trainer import Observers
 
 HINT_ZERO_STD = (
     "reward std is 0 in every group: no learning signal — run `grpo sft` first or raise --gens/temperature"
@@ -78,22 +81,10 @@ class Interrupt:
             "(Ctrl-C again to stop now, without saving this step)"
         )
 
-    def watch_rollouts(self, trainer: Any) -> None:
-        """Know when ``trainer`` is in a rollout (TRL's ``_generate_and_score_completions``)."""
-        original = getattr(trainer, "_generate_and_score_completions", None)
-        if original is None:
-            return
-
-        def rollout(*args: Any, **kwargs: Any) -> Any:
-            if self.requested and self.abandon_rollouts:  # Ctrl-C came between steps: start no rollout
-                raise StepAbandoned
-            self.in_rollout += 1
-            try:
-                return original(*args, **kwargs)
-            finally:
-                self.in_rollout -= 1
-
-        trainer._generate_and_score_completions = rollout
+    def before_rollout(self) -> None:
+        """Called by the trainer as a rollout starts: Ctrl-C came between steps, so start none."""
+        if self.requested and self.abandon_rollouts:
+            raise StepAbandoned
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Interrupt]:
@@ -108,41 +99,41 @@ class Interrupt:
             signal.signal(signal.SIGINT, previous)
 
 
-def make_callback(run: RunDir, stage: str, **kw: Any) -> Any:
-    """A ``transformers.TrainerCallback`` showing :class:`LiveView` (``kw``: its keyword arguments); the
-    class is built here so that the module imports without transformers."""
+def make_callback(run: RunDir, stage: str, spec: LiveSpec, observers: Observers | None = None) -> Any:
+    """A ``transformers.TrainerCallback`` showing :class:`LiveView`; the class is built here so that the
+    module imports without transformers."""
     from transformers import TrainerCallback
 
     class LiveViewCallback(LiveView, TrainerCallback):
         pass
 
-    return LiveViewCallback(run, stage, **kw)
+    return LiveViewCallback(run, stage, spec, observers)
+
+
+@dataclass(frozen=True)
+class LiveSpec:
+    """What the live view of a stage shows: its length, its attempt, the rewards, vLLM's share."""
+
+    max_steps: int
+    attempt: int | None = None
+    reward_names: list[str] | None = None
+    from_sft: bool = False  # the hint for groups with no signal then says so
+    vllm_gib: float | None = None
+    quiet: bool = False
 
 
 class LiveView:
     """The live view of one stage: step timing, one row per log (metrics.jsonl and a console line),
     the hints, and Ctrl-C turned into save-and-stop. :func:`make_callback` makes it a TrainerCallback."""
 
-    def __init__(
-        self,
-        run: RunDir,
-        stage: str,
-        *,
-        max_steps: int,
-        tracker: RewardTracker | None = None,
-        interrupt: Interrupt | None = None,
-        reward_names: list[str] | None = None,
-        quiet: bool = False,
-        memory: PhaseMemory | None = None,
-        device_peak: DevicePeak | None = None,
-        vllm_gib: float | None = None,
-        attempt: int | None = None,
-        from_sft: bool = False,
-    ) -> None:
-        self.run, self.stage, self.max_steps, self.attempt = run, stage, max_steps, attempt
-        self.tracker, self.interrupt, self.reward_names = tracker, interrupt, reward_names
-        self.quiet, self.from_sft = quiet, from_sft
-        self.memory, self.device_peak, self.vllm_gib = memory, device_peak, vllm_gib
+    def __init__(self, run: RunDir, stage: str, spec: LiveSpec, observers: Observers | None = None) -> None:
+        from cli.train.trainer import Observers
+
+        self.run, self.stage, self.spec = run, stage, spec
+        self.max_steps, self.attempt = spec.max_steps, spec.attempt
+        self.reward_names, self.quiet, self.from_sft = spec.reward_names, spec.quiet, spec.from_sft
+        self.obs = observers or Observers()
+        self.interrupt = self.obs.interrupt
         self.step_times: list[float] = []
         self.last = time.perf_counter()
         self.started = self.last
@@ -164,8 +155,8 @@ class LiveView:
         now = time.perf_counter()
         self.step_times.append(now - self.last)
         self.last = now
-        if self.memory is not None:
-            self.memory.step_end()
+        if self.obs.memory is not None:
+            self.obs.memory.step_end()
         # Ctrl-C reaches the ranks at slightly different steps: stop together.
         if any_rank(self.interrupt is not None and self.interrupt.requested):
             control.should_save = True
@@ -237,21 +228,33 @@ class LiveView:
         return row
 
     def measure(self, row: dict[str, Any], window: float) -> None:
-        """The time in reward functions over the last ``window`` seconds and the memory figures."""
+        """The time in reward functions and in each phase over the last ``window`` seconds, the memory
+        figures, and what the rollout canary saw."""
         from cli.train.backends import peak_gpu_gib
 
-        if self.tracker is not None:
-            taken = self.tracker.take()
+        obs = self.obs
+        if obs.tracker is not None:
+            taken = obs.tracker.take()
             row.update(taken)
             spent = taken["reward_seconds"] or 0.0
             row["reward_share"] = round(spent / window, 4) if window > 0 else None
         row["peak_gpu_gib"] = peak_gpu_gib()
-        if self.memory is not None:
-            row.update(self.memory.take_row(window))
-        if self.vllm_gib is not None:
-            row["vllm_gib"] = self.vllm_gib
-        if self.device_peak is not None:
-            row["gpu_peak_gib"] = self.device_peak.peak_gib
+        if obs.phases is not None:
+            phases = obs.phases.take()
+            gen = phases.get("phase_rollout_s", 0.0)
+            row["generation_seconds"] = round(gen, 4)
+            row["generation_share"] = round(gen / window, 4) if window > 0 else None
+            row.update(phases)
+        if obs.memory is not None:
+            row.update(obs.memory.take_row())
+        if self.spec.vllm_gib is not None:
+            row["vllm_gib"] = self.spec.vllm_gib
+        if obs.device_peak is not None:
+            row["gpu_peak_gib"] = obs.device_peak.peak_gib
+        if obs.refill is not None:
+            row.update(obs.refill.take_row())
+        if obs.canary is not None:
+            obs.canary.check(row)
 
     def print_row(self, row: dict[str, Any]) -> None:
         step, total = row["step"], row["max_steps"]
@@ -281,6 +284,9 @@ class LiveView:
             parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
         if _num(row.get("completions/mean_length")) is not None:
             parts.append(f"len {row['completions/mean_length']:.0f}")
+        ratio, gap = _num(row.get(RATIO_KEY)), _num(row.get(GAP_KEY))
+        if ratio is not None:  # vLLM rollouts: the weight of each completion, and why (see cli/train/canary)
+            parts.append(f"IS {ratio:.3g}" + (f" (Δ {gap:.2g}/tok)" if gap is not None else ""))
         return parts
 
     def hints(self, row: dict[str, Any]) -> None:
