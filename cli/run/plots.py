@@ -64,8 +64,8 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
         return [v if (v := _num(r.get(key))) is not None else math.nan for r in rows]
 
     marker = "o" if len(rows) <= 30 else None
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.4))
-    (ax_r, ax_each, ax_zero), (ax_len, ax_kl, ax_loss) = axes
+    fig, axes = plt.subplots(2, 4, figsize=(17, 6.4))
+    (ax_r, ax_each, ax_zero, ax_is), (ax_len, ax_kl, ax_loss, ax_gap) = axes
 
     reward, spread = series("reward"), series("reward_std")
     ax_r.plot(steps, reward, marker=marker, color="tab:blue", label="mean reward")
@@ -101,6 +101,16 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
         ax_kl.set_title("policy entropy (no KL logged: β = 0)", fontsize=10)
     ax_loss.plot(steps, series("loss"), marker=marker, color="tab:green")
     ax_loss.set_title("loss (near 0 is normal in GRPO)", fontsize=10)
+
+    # vLLM rollouts: what TRL's correction weighs each token by, and the per-token gap behind it.
+    ratio = "sampling/importance_sampling_ratio"
+    ax_is.plot(steps, series(f"{ratio}/mean"), marker=marker, color="tab:orange", label="mean")
+    ax_is.fill_between(steps, series(f"{ratio}/min"), series(f"{ratio}/max"), color="tab:orange", alpha=0.2,
+                       label="min–max")  # fmt: skip
+    ax_is.axhline(1.0, color="gray", linewidth=0.8)
+    ax_is.set_title("importance-sampling ratio (vLLM)\n1 = on-policy", fontsize=10)
+    ax_gap.plot(steps, series("sampling/sampling_logp_difference/mean"), marker=marker, color="tab:brown")
+    ax_gap.set_title("|trainer − vLLM| log-prob per token", fontsize=10)
 
     for ax in axes.flat:
         if not any(not math.isnan(v) for line in ax.get_lines() for v in line.get_ydata()):
