@@ -1,6 +1,6 @@
 """Checkpoints and attempts of a training stage: whole checkpoints only, one folder per attempt.
 
-A checkpoint is written under a staging name and renamed when whole (:func:`atomic_checkpoints`), so a
+A checkpoint is written under a staging name and renamed when whole (the trainer's ``_save_checkpoint``, :mod:`cli.train.trainer`), so a
 kill at any moment leaves the whole checkpoint or none. Each `grpo grpo` without --resume is a new
 attempt: its checkpoints go to <run>/grpo/checkpoints/attempt-<N>/, so an old attempt's checkpoint-16 is
 never taken for the new one's checkpoint-4 (issue #15), and --resume continues the most recent attempt.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from cli.common import GrpoError
 from cli.run.rundir import RunDir
@@ -21,7 +20,7 @@ from cli.run.rundir import RunDir
 
 def latest_checkpoint(folder: Path) -> Path | None:
     """The complete ``checkpoint-N`` with the highest N: it holds the adapter and the trainer state (a
-    checkpoint is written under a staging name and renamed when whole: :func:`atomic_checkpoints`)."""
+    checkpoint is written under a staging name and renamed when whole: :mod:`cli.train.trainer`)."""
     best: tuple[int, Path] | None = None
     if not folder.is_dir():
         return None
@@ -40,43 +39,6 @@ def latest_checkpoint(folder: Path) -> Path | None:
 
 
 STAGING = re.compile(r"\.checkpoint-\d+\.partial")
-
-
-def atomic_checkpoints(trainer: Any) -> None:
-    """Make the trainer write each ``checkpoint-N`` under ``.checkpoint-N.partial/`` and rename it into
-    place once every rank has written its part, so a kill at any moment leaves either the whole
-    checkpoint or none (a SIGKILL during a save left a 0-byte adapter_config.json and no trainer state,
-    and --resume picked that checkpoint and failed)."""
-    import shutil
-
-    from cli.run.ranks import barrier, is_main
-
-    save = trainer._save_checkpoint
-    output_dir = trainer._get_output_dir
-
-    def staged_save(model: Any, trial: Any) -> None:
-        step = int(trainer.state.global_step)
-        parent = Path(output_dir(trial=trial))
-        staging = parent / f".checkpoint-{step}.partial"
-        if is_main():
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir(parents=True)
-        barrier()
-        trainer._get_output_dir = lambda trial=None: str(staging)
-        try:
-            save(model, trial)
-        finally:
-            trainer._get_output_dir = output_dir
-        barrier()  # every rank has written its files (RNG states, DeepSpeed's optimizer shards)
-        if is_main():
-            final = parent / f"checkpoint-{step}"
-            if final.exists():  # the same step saved again (an interrupt right after a save)
-                shutil.rmtree(final)
-            os.replace(staging / f"checkpoint-{step}", final)
-            shutil.rmtree(staging, ignore_errors=True)
-        barrier()
-
-    trainer._save_checkpoint = staged_save
 
 
 def drop_partial_checkpoints(folder: Path) -> list[str]:
