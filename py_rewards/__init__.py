@@ -16,7 +16,6 @@ from ._core import (
     Scorer,
     extract_math_answer,
     math_equal,
-    math_equal_batch,
     normalize_math,
     runtime_info,
 )
@@ -36,6 +35,7 @@ from .rewards import (
     make_reward_funcs,
     match_format_approximately,
     match_format_exactly,
+    math_equal_batch,
     score_seed000,
     strict_format_reward_func,
 )

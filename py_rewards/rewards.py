@@ -169,6 +169,8 @@ def _build(name: str, spec: FormatSpec | None, backend: str | None) -> RewardFun
         if _backend(backend) == "python" and ref is not None:
             return ref(prompts, completions, answer, spec=bound)
         scorer = _scorer(bound)
+        _inputs.not_bytes(completions, "completions", "completions")
+        _inputs.not_bytes(answer, "answer", "str (one per completion)")
         try:
             if kind == "math":
                 if answer is None:
@@ -237,6 +239,19 @@ def _math_by_item(scorer: _core.Scorer, completions: Any, answer: Any) -> list[f
         except UnicodeEncodeError:
             out.append(wrong)
     return out
+
+
+def math_equal_batch(preds: Any, golds: Any) -> list[bool]:
+    """``[math_equal(p, g) for p, g in zip(preds, golds)]``, judged in Rust with the GIL released (in
+    parallel for a large batch); an item that is not a str is not equal. Both lists have one item per pair.
+
+    >>> math_equal_batch(["\\\\frac{1}{2}", "2\\\\sqrt3", "7"], ["0.5", "\\\\sqrt{12}", "8"])
+    [True, True, False]
+    """
+    p, g = _inputs.batch(preds, "preds"), _inputs.batch(golds, "golds")
+    if len(g) != len(p):
+        raise ValueError(f"golds has {len(g)} items but preds has {len(p)}")
+    return _core.math_equal_batch(p, g)
 
 
 def get_reward(name: str | RewardFunc) -> RewardFunc:

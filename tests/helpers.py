@@ -267,3 +267,20 @@ def dry_run(runner, *args) -> dict:
     result = runner.invoke(app, [*args, "--dry-run"])
     assert result.exit_code == 0, result.output
     return yaml.safe_load(result.stdout)
+
+
+def checkpoint_files(path: Path, step: int, *, rank: int = 2) -> Path:
+    """A ``checkpoint-N`` folder whose files parse as the trainer writes them: trainer_state.json at ``step``,
+    a LoRA adapter (adapter_config.json, adapter_model.safetensors of rank ``rank``). Its weights are no
+    trained model's: for the tests of which checkpoint is picked, where nothing loads them."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    (path / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": rank}))
+    module = "base_model.model.model.layers.0.self_attn.q_proj"
+    weights = {f"{module}.lora_A.weight": np.zeros((rank, 8), np.float32)}
+    weights[f"{module}.lora_B.weight"] = np.ones((8, rank), np.float32)
+    save_file(weights, str(path / "adapter_model.safetensors"))
+    return path

@@ -21,7 +21,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import REPO, assert_adapter, cli_env, fails_fast, fresh_copy, manifest, metrics, ok
+from helpers import (
+    REPO,
+    assert_adapter,
+    checkpoint_files,
+    cli_env,
+    fails_fast,
+    fresh_copy,
+    manifest,
+    metrics,
+    ok,
+)
 
 from cli.run.rundir import RunDir
 from cli.train import distributed
@@ -217,10 +227,7 @@ def test_deepspeed_missing(tmp_path: Path) -> None:
 
 def _checkpoint(run: Path, step: int, *, deepspeed: bool) -> Path:
     """A checkpoint folder as transformers lays it out (DeepSpeed adds global_step<N>/)."""
-    ckpt = run / "grpo" / "checkpoints" / f"checkpoint-{step}"
-    ckpt.mkdir(parents=True)
-    (ckpt / "adapter_model.safetensors").write_bytes(b"")
-    (ckpt / "trainer_state.json").write_text("{}")
+    ckpt = checkpoint_files(run / "grpo" / "checkpoints" / f"checkpoint-{step}", step)
     (ckpt / ("global_step2" if deepspeed else "optimizer.pt")).mkdir()
     return ckpt
 

@@ -65,10 +65,17 @@ def test_bad_input_is_false_not_an_error() -> None:
         assert math_equal(bad, "1") is False
         assert math_equal("1", bad) is False
     assert math_equal_batch(["1", None, "\ud800", 1], ["1", "1", "1", "1"]) == [True, False, False, False]
-    with pytest.raises(ValueError, match="golds has 1 items but completions has 2"):
+    # The lengths' error names the arguments (it said "completions" for preds); bytes are no batch of
+    # answers (b"12" was judged as two answers, the ints 49 and 50).
+    with pytest.raises(ValueError, match="golds has 1 items but preds has 2"):
         math_equal_batch(["1", "2"], ["1"])
     with pytest.raises(TypeError, match="single str"):
         math_equal_batch("12", "12")
+    with pytest.raises(TypeError, match="preds must be a list of answers, got bytes"):
+        math_equal_batch(b"12", ["1", "2"])
+    with pytest.raises(TypeError, match="golds must be a list of answers, got bytearray"):
+        math_equal_batch(["1"], bytearray(b"1"))
+    assert math_equal_batch(iter(["1", "2"]), ("1", "3")) == [True, False]  # any iterables, same length
 
 
 def test_batch_equals_scalar_also_in_parallel() -> None:

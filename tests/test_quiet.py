@@ -20,6 +20,8 @@ def test_library_noise_goes_to_the_run_log(tmp_path: Path, capsys: pytest.Captur
     try:
         # What torch, bitsandbytes, Unsloth and transformers do while a command runs (issue #15).
         warnings.warn("torch.utils._pytree._register_pytree_node is deprecated", FutureWarning, stacklevel=1)
+        assert not run.exists()  # the log never makes the run directory: the command does, under its lock
+        run.mkdir()  # (`grpo prep` makes a new one); what was said before waits, then lands in the log
         logging.getLogger("bitsandbytes.backends.cpu.ops").warning("Failed to load CPU gemm_4bit_forward")
         print("🦥 Unsloth: Will patch your computer to enable 2x faster free finetuning.")
         print("a stray line", file=sys.stderr)
@@ -44,3 +46,17 @@ def test_verbose_keeps_library_output_on_the_terminal(tmp_path: Path, monkeypatc
     print("banner")
     undo()
     assert capsys.readouterr().out == "banner\n" and not (tmp_path / "run").exists()
+
+
+def test_a_command_that_never_makes_its_run_leaves_no_log(tmp_path: Path, capsys) -> None:
+    """A command refused before its run directory exists (a bad flag on a first prep) creates nothing."""
+    import sys
+
+    from cli.run import quiet
+
+    undo = quiet.install(tmp_path / "run", "prep")
+    try:
+        print("a library's banner", file=sys.stderr)
+    finally:
+        undo()
+    assert capsys.readouterr().err == "" and not (tmp_path / "run").exists()

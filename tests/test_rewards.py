@@ -286,6 +286,9 @@ def test_make_reward_funcs_checks() -> None:
             "completions must be a list of completions, got set",
         ),
         ("check_answer_accuracy", [OK(1)], {"1": 1}, TypeError, "answer must be a list of str .* got dict"),
+        # Bare bytes were iterated as ints ("completions[0] must be a str ..., got int").
+        ("match_format_exactly", b"ab", None, TypeError, "must be a list of completions, got bytes"),
+        ("check_answer_accuracy", [OK(1), OK(2)], b"12", TypeError, "answer must be a list .* got bytes"),
         ("check_numeric_extraction", [OK(1)], frozenset({"1"}), TypeError, "got frozenset"),
     ],
 )

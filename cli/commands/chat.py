@@ -124,9 +124,11 @@ def build_engines(
     """The tuned engine and a factory for the base engine (for /compare)."""
     from cli.models import loading
     from cli.models.resolve import resolve_model
-    from cli.run import rundir
+    from cli.run import rundir, validate
+    from cli.run.preflight import check_run, redo
 
     run.require_exists()
+    check_run(run)  # the run path, manifest.json, the base model it built
     cfg = rundir.run_config(run, config_file)
     spec = cfg.format_spec()
     source = (source or "lora").lower()
@@ -142,7 +144,7 @@ def build_engines(
         return engine, lambda: engine
     if source == "lora":
         stage, path = run.pick_adapter(adapter)
-        loading.load_adapter_tensors(path)
+        validate.adapter(path, redo(run, stage))  # a damaged adapter: one line before the base model loads
         base_path = resolve_model(cfg, run)
         tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec)
         model = loading.attach_adapter(loading.load_hf(base_path), path)
@@ -153,6 +155,9 @@ def build_engines(
         for name, label in ((MERGED_DIRNAME, "merged 16-bit"), ("merged-4bit", "merged 4-bit")):
             path = run.export_dir / name
             if (path / "config.json").exists():
+                validate.model_folder(
+                    path, f"re-create it with `grpo export --merged {name[7:]} --run {run.path}`"
+                )
                 return HFEngine(
                     loading.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
                     loading.load_tokenizer(path, spec),
@@ -163,7 +168,9 @@ def build_engines(
             f"no merged export in {run.export_dir}: run `grpo export --merged 16bit --run {run.path}` first"
         )
     # gguf
-    return GGUFEngine(newest_gguf(run, quant), spec), hf_base
+    gguf = newest_gguf(run, quant)
+    validate.gguf(gguf, f"re-create it with `grpo export --gguf {gguf.parent.name[5:]} --run {run.path}`")
+    return GGUFEngine(gguf, spec), hf_base
 
 
 # ---- display -----------------------------------------------------------------------------------

@@ -392,7 +392,23 @@ def _format_checks(rewards_module: Any, cfg: Config, run_path: Path | None, chec
         )
     _score_table(rewards_module, cfg, spec, checks)
     if run_path is not None:
+        _files_check(RunDir(run_path), checks)
         _manifest_check(RunDir(run_path), spec, checks)
+
+
+def _files_check(run: RunDir, checks: list[Check]) -> None:
+    """What the commands would refuse: a damaged manifest, data file, adapter or base model folder."""
+    from cli.run.preflight import check_run
+
+    if not run.path.is_dir():
+        return
+    data = ("train.parquet", "eval.parquet", "sft.parquet", "grpo_prompts.parquet")
+    try:
+        check_run(run, data=data, adapters=list(run.adapters().values()))
+    except GrpoError as exc:
+        checks.append(Check("run files", False, str(exc)))
+        return
+    checks.append(Check("run files", True, "manifest, data, adapters and base model read"))
 
 
 def _checks_table(checks: list[Check]) -> None:

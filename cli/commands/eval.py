@@ -41,7 +41,7 @@ def eval_(
     from cli.eval import report as eval_report
     from cli.eval.evaluation import EvalJob
     from cli.infer.vllm_engine import choose_engine
-    from cli.models import loading
+    from cli.run.preflight import check_run
 
     rd = RunDir(run)
     if dry_run:
@@ -54,9 +54,13 @@ def eval_(
         raise GrpoError(
             f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} (choose base, sft, grpo)"
         )
+    rd.ensure()  # fails with one line when the run directory is not writable
+    rd.hold("grpo eval")  # before any work: a run in use is refused in a second
     cfg = run_config(rd, config)
-    rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
     adapters = rd.adapters()
+    data = () if opts.data or opts.source else ("eval.parquet",)
+    check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters])
+    rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
     checkpoints = [m for m in wanted if m == "base" or m in adapters]
     skipped = [m for m in wanted if m not in checkpoints]
     if not checkpoints:
@@ -68,11 +72,6 @@ def eval_(
         )
     for m in skipped:
         err_console.print(f"[yellow]note:[/] no {m} adapter in {rd.path}; skipping it")
-    for stage in checkpoints:
-        if stage != "base":
-            loading.load_adapter_tensors(adapters[stage])  # corrupt file: one line before any model loads
-    rd.ensure()  # fails with one line when the run directory is not writable
-    rd.hold("grpo eval")
     job = EvalJob(
         rd=rd,
         cfg=cfg,

@@ -35,6 +35,7 @@ def export(
     opts: ExportOptions,
 ) -> None:
     from cli.export import gguf as gg
+    from cli.run.preflight import check_run
 
     # ---- every check that needs no model, before any work ----------------------------------------
     types = gg.parse_types(opts.gguf) if opts.gguf is not None else []
@@ -53,6 +54,7 @@ def export(
     _check_run_writable(rd)  # held (one writer) and writable: export records itself in the manifest
     cfg = run_config(rd, config)
     stage, adapter = rd.pick_adapter(opts.source)
+    check_run(rd, data=("eval.parquet",), adapters=[adapter])  # a damaged file: one line, before any work
     _check_trained(adapter, opts.allow_zero)
     from cli.models.resolve import resolve_model
 

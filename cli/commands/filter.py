@@ -70,17 +70,17 @@ def _clear(rd: RunDir) -> None:
 def _start(rd: RunDir, cfg: Config, opts: FilterOptions, adapter: str, keep: str) -> None:
     """Every check that needs no model, then the filter."""
     from cli.infer.vllm_engine import choose_engine
-    from cli.models import loading
+    from cli.run.preflight import check_run
     from cli.train import passrate
 
     rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
     adapters = rd.adapters()
     if adapter not in adapters:
         raise GrpoError(f"no {adapter} adapter in {rd.path}: run `grpo {adapter} --run {rd.path}` first")
-    loading.load_adapter_tensors(adapters[adapter])  # a corrupt file: one line before any model loads
-    engine = choose_engine(opts.engine)
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo filter")
+    check_run(rd, data=("train.parquet",), adapters=[adapters[adapter]])  # one line before any model loads
+    engine = choose_engine(opts.engine)
     job = passrate.FilterJob(
         rd=rd,
         cfg=cfg,

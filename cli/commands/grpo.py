@@ -86,7 +86,6 @@ def grpo(
             err_console.print(f"[yellow]note:[/] {note}")
     plan = grpo_plan.make_plan(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge)
     with grpo_plan.undone_unless_saved(rd, plan, enabled=not child):
-        rd.save_config(cfg)
         if not child:
             grpo_plan.announce_attempt(rd, plan)
         if launch.wanted and not child:
@@ -119,6 +118,9 @@ def _train(rd: RunDir, cfg: Config, plan: Any, scale: dict[str, Any]) -> None:
 
     with rd.stage("grpo", cfg, backend=plan.backend, **scale) as info:
         info.update(run_grpo(plan))
+    # Saved once the stage has trained (or was stopped on purpose and saved): the flags of a run that
+    # failed are not remembered, as `grpo sft` does.
+    rd.save_config(cfg)
     if info.get("interrupted_at_step") is not None:
         interrupted_note(info, f"continue with `grpo grpo --resume --run {rd.path}`")
 
@@ -147,7 +149,9 @@ def _launch(rd: RunDir, cfg: Config, plan: Plan) -> None:
         soft_wrap=True,
     )
     code = distributed.launch(path, plan, argv)
-    if code == distributed.INTERRUPTED:  # rank 0 said where the checkpoint is
+    if code in (0, *distributed.STOPPED):
+        rd.save_config(cfg)  # the ranks trained (or saved where a signal stopped them)
+    if code in distributed.STOPPED:  # rank 0 said where the checkpoint is
         raise typer.Exit(code)
     if code != 0:
         raise GrpoError(

@@ -32,6 +32,7 @@ from cli.common import (
 from cli.config.options import config_options
 from cli.config.schema import Config
 from cli.errors import handle_errors
+from cli.run.preflight import check_run
 from cli.run.rundir import RunDir, resolve_config
 
 
@@ -61,7 +62,8 @@ def prep(
         raise GrpoError(f"unknown dataset {name!r}: choose from {dp.dataset_names()} (or add --source FILE)")
     rundir = RunDir(run)
     if not dry_run:
-        rundir.hold("grpo prep")
+        rundir.hold("grpo prep", create=True)  # a new run is made under the lock; removed if prep fails
+        check_run(rundir)
     overrides = {**overrides, "prep.dataset": name}
     cfg, ds = _resolve(rundir, preset, config, overrides, dry_run)
     _prepare(rundir, cfg, ds)
@@ -127,11 +129,11 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
         )
 
     # ---- write ----------------------------------------------------------------------------------
-    from cli.run.atomic import atomic_write_json
+    from cli.run.atomic import atomic_write_json, restored_on_failure
 
     data_dir = rundir.data_dir
     stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
-    with rundir.stage(stage_name, cfg, dataset=pc.dataset) as info:
+    with restored_on_failure(data_dir), rundir.stage(stage_name, cfg, dataset=pc.dataset) as info:
         stats, stats_path = steps.write(rundir, pc, ds, tokenizer, cfg, spec, built)
         info.update(
             {

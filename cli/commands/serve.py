@@ -22,6 +22,7 @@ from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, ModelOpt, R
 from cli.config.command_options import ServeOptions
 from cli.config.options import typed_options
 from cli.errors import handle_errors
+from cli.run import signals
 from cli.run.rundir import RunDir, dry_run_exit, resolve_config
 
 
@@ -79,10 +80,14 @@ def serve(
         f"serving {cfg.model} for `grpo grpo --vllm-server {shown}:{opts.port}` — {' '.join(cmd)}",
         soft_wrap=True,
     )
-    try:
-        code = subprocess.call(cmd)
-    except KeyboardInterrupt:
-        code = 130
-    if code not in (0, 130):
+    with subprocess.Popen(cmd) as proc:
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt as stop:  # Ctrl-C reached the server too (one terminal); SIGTERM: pass it on
+            if isinstance(stop, signals.Terminated):
+                proc.terminate()
+            proc.wait()
+            code = signals.exit_code()
+    if code not in (0, *signals.EXIT_CODES):
         raise GrpoError(f"trl vllm-serve exited with code {code} (its messages are above)", code=code)
     raise typer.Exit(code)

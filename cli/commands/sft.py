@@ -43,14 +43,18 @@ def sft(
     cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides, dry_run=dry_run)
     if not (rd.data_dir / "sft.parquet").exists():  # openmath-mini's SFT set, else the train set's solutions
         rd.require(rd.data_dir / "train.parquet", "data", "prepped data")
+    from cli.models.resolve import check_model
+    from cli.run.preflight import check_run
     from cli.train import distributed
     from cli.train.backends import choose_backend
 
+    rd.hold("grpo sft")  # the cheap checks first: the lock, the run's files, the model path
+    check_run(rd, data=("sft.parquet", "train.parquet"))
+    check_model(cfg, rd)
     note = distributed.one_gpu_per_process()
     if note:
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
-    rd.hold("grpo sft")
     from cli.train.stages import run_sft
 
     with rd.stage("sft", cfg, backend=chosen) as info:

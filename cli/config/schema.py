@@ -545,18 +545,41 @@ def _type_name(hint: Any) -> str:
 def _rewards(value: Any) -> list[RewardSpec]:
     if isinstance(value, str):
         value = [v for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise GrpoError(
+            f"config 'grpo.rewards' (--rewards) must be a list of rewards, not {type(value).__name__}: use "
+            "name[=weight],… or a YAML list of names / {name:, weight:}"
+        )
     out = []
-    for item in value or []:
+    for item in value:
         if isinstance(item, RewardSpec):
-            out.append(item)
+            out.append(RewardSpec(item.name, _reward_weight(item.name, item.weight)))
         elif isinstance(item, str):
             name, _, weight = item.strip().partition("=")
-            out.append(RewardSpec(name.strip(), float(weight) if weight else 1.0))
+            out.append(RewardSpec(name.strip(), _reward_weight(name.strip(), weight if weight else 1.0)))
         elif isinstance(item, Mapping) and "name" in item:
-            out.append(RewardSpec(str(item["name"]), float(item.get("weight", 1.0))))
+            name = str(item["name"])
+            out.append(RewardSpec(name, _reward_weight(name, item.get("weight", 1.0))))
         else:
             raise GrpoError(f"bad reward entry {item!r}: use a name, 'name=weight' or {{name:, weight:}}")
     return out
+
+
+def _reward_weight(name: str, weight: Any) -> float:
+    """A reward's weight as a finite number: a nan or inf weight trained with NaN advantages, and text
+    failed later as "could not convert string to float" without naming the reward or the flag."""
+    number = math.nan
+    if isinstance(weight, (int, float, str)) and not isinstance(weight, bool):
+        try:
+            number = float(str(weight).strip())
+        except ValueError:
+            number = math.nan
+    if not math.isfinite(number):
+        raise GrpoError(
+            f"config 'grpo.rewards' (--rewards): the weight of reward {name!r} must be a finite number, "
+            f"not {weight!r}"
+        )
+    return number
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -579,7 +602,32 @@ def load_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise GrpoError(f"config file {path} must hold a mapping at the top level")
+    loop = _self_reference(data)
+    if loop is not None:
+        raise GrpoError(
+            f"malformed YAML in {path}: the value of {loop!r} contains itself (an alias inside its anchor)"
+        )
     return data
+
+
+def _self_reference(value: Any, key: str = "", inside: dict[int, str] | None = None) -> str | None:
+    """The dotted key of a value that contains itself (YAML ``&a [*a]``), else None. Such a value has no end:
+    every reader of the config would loop over it or fail with a message that names nothing."""
+    if not isinstance(value, (dict, list)):
+        return None
+    inside = inside if inside is not None else {}
+    if id(value) in inside:
+        return inside[id(value)] or "(top level)"
+    inside[id(value)] = key
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    try:
+        for k, v in items:
+            found = _self_reference(v, f"{key}.{k}" if key else str(k), inside)
+            if found is not None:
+                return found
+    finally:
+        del inside[id(value)]  # a value shared by two keys (an alias beside its anchor) is fine
+    return None
 
 
 def resolve(

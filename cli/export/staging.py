@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import GrpoError
+from cli.run.atomic import follow_umask
 
 
 def size(path: Path) -> int:
@@ -85,4 +86,5 @@ def move_into_place(staging: Path, out: Path, artifacts: list[dict[str, Any]]) -
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(built, final)
+        follow_umask(final)  # the safetensors library writes 0600 files; the folder is the staging's 0700
         art["path"] = str(final / art["file"]) if art.get("file") else str(final)

@@ -125,6 +125,17 @@ def resolve_model(cfg: Config, run: RunDir) -> str:
     return name  # a hub id
 
 
+BUILT_IN = ("tiny", "gemma3-270m", "gemma-3-270m")  # made on first use by resolve_model
+
+
+def check_model(cfg: Config, run: RunDir) -> None:
+    """What :func:`resolve_model` checks without building or loading anything, before a command's work: a
+    local model path that is not there (or has no config.json) failed only once the backend had loaded,
+    minutes in. The built-ins are made (and checked) when first used."""
+    if str(cfg.model) not in BUILT_IN:
+        resolve_model(cfg, run)
+
+
 def describe_model(cfg: Config) -> str:
     """One line naming the model a run uses and where the choice came from (`grpo prep` prints it)."""
     name = str(cfg.model)

@@ -1,7 +1,8 @@
 """Atomic writes: a reader sees the old file or the new one, never half of either.
 
 A temp file (or folder) beside the target, fsynced, then one ``os.replace``. Modes follow the umask,
-as ``open()`` would give them (a run directory shared between users or nodes stays readable).
+as ``open()`` would give them (a run directory shared between users or nodes stays readable), also for what
+libraries write: :func:`follow_umask` is the one place that sets them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,29 @@ def _umask() -> int:
     return mask
 
 
+def follow_umask(path: Path) -> None:
+    """Give ``path`` (a file, or a folder and everything in it) the modes ``open()`` and ``mkdir()`` would
+    under the umask. The safetensors library writes its files 0600 whatever the umask (every adapter, base
+    model and checkpoint was unreadable to the other users of a shared run directory); temp files and
+    folders are 0600/0700. Symlinks are left alone (they may point outside the run)."""
+    mask = _umask()
+    path = Path(path)
+    if path.is_symlink() or not path.exists():
+        return
+    entries = [path] if path.is_file() else [path, *path.rglob("*")]
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        try:
+            if entry.is_dir():
+                os.chmod(entry, 0o777 & ~mask)
+            else:
+                executable = entry.stat().st_mode & 0o111
+                os.chmod(entry, (0o666 | executable) & ~mask)
+        except OSError:
+            continue  # not ours to change (another owner): reading it is what matters, and may work
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,8 +98,8 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     try:
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes 0700 folders
         yield tmp
+        follow_umask(tmp)  # mkdtemp makes 0700 folders; libraries write 0600 files into them
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -86,3 +110,33 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     os.replace(tmp, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def restored_on_failure(folder: Path) -> Iterator[None]:
+    """``folder`` as it was when the block fails (a full disk in the middle of `grpo prep`'s writes left a new
+    train.parquet beside the old warm-up set). Its files are hard-linked aside first, which copies no data:
+    every write here replaces a file by rename, so a link keeps the old bytes. A folder that did not exist is
+    removed."""
+    folder = Path(folder)
+    backup = Path(tempfile.mkdtemp(prefix=f".{folder.name}.before.", dir=folder.parent))
+    kept = backup / folder.name
+    try:
+        if folder.is_dir():
+            shutil.copytree(folder, kept, symlinks=True, copy_function=_link_or_copy)
+        yield
+    except BaseException:
+        if folder.exists():
+            os.replace(folder, backup / ".failed")
+        if kept.exists():
+            os.replace(kept, folder)
+        raise
+    finally:
+        shutil.rmtree(backup, ignore_errors=True)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem below, or no hard links there
+        shutil.copy2(src, dst)

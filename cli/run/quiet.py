@@ -14,7 +14,8 @@ the middle of the conversation. Here, for the length of one command:
   own single progress display.
 
 ``grpo --verbose`` (or ``GRPO_VERBOSE=1``) leaves all of it on the terminal. The log file is opened on the
-first line written, so a command that fails early creates no run directory.
+first line written once the run directory exists (lines before wait in memory): the log never creates a run
+directory, so a command that fails early leaves none.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 VERBOSE_ENV = "GRPO_VERBOSE"
 LOG_NAME = "grpo.log"
+EARLY_LIMIT = 1 << 20  # characters kept for the log before the run directory exists
 QUIET_ENV = {
     "TQDM_DISABLE": "1",
     "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
@@ -51,10 +53,12 @@ class _LazyLog(io.TextIOBase):
         self.path: Path | None = None
         self.header = ""
         self._fh: Any = None
+        self._early: list[str] = []  # written before the run directory existed
 
     def point_at(self, path: Path | None, header: str) -> None:
         self.close_file()
         self.path, self.header = path, header
+        self._early = []
 
     def writable(self) -> bool:
         return True
@@ -64,9 +68,16 @@ class _LazyLog(io.TextIOBase):
             return len(text or "")
         try:
             if self._fh is None:
+                if not self.path.parent.parent.is_dir():
+                    # The log never makes the run directory: the command that creates it does, under its
+                    # lock (cli/run/lock.py); until then, lines wait here (a failed first prep leaves none).
+                    if sum(map(len, self._early)) < EARLY_LIMIT:
+                        self._early.append(text)
+                    return len(text)
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the command
-                self._fh.write(self.header)
+                self._fh.write(self.header + "".join(self._early))
+                self._early = []
             self._fh.write(text)
             self._fh.flush()
         except OSError:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
-from cli.run import quiet
+from cli.run import quiet, validate
 from cli.run.atomic import atomic_write_json, atomic_write_text
+from cli.run.console import err_console
 from cli.run.ranks import is_main as _is_main
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ PRODUCER = {
 ADAPTER_STAGES = ("grpo", "sft")  # the stages that train a LoRA, the later one first
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 MERGED_DIRNAME = "merged-16bit"  # <run>/export/merged-16bit: `grpo export --merged 16bit`
+MANIFEST_REDO = "delete it (the next stage to finish rebuilds it from the run's files) or restore a copy"
+CONFIG_REDO = "fix it, or delete it and give the run's settings again as flags (--model …)"
 
 
 def has_adapter(path: Path) -> bool:
@@ -170,6 +173,7 @@ class RunDir:
     # ---- checks ----------------------------------------------------------------------------
     def require_exists(self) -> None:
         """Fail with the command that starts a run when the run directory does not exist."""
+        validate.run_path(self.path)  # a symlink loop or a dangling link: said as such
         if not self.path.is_dir():
             raise GrpoError(
                 f"no run directory at {self.path}: start a run with `grpo prep NAME --run {self.path}` "
@@ -179,11 +183,13 @@ class RunDir:
     def exists(self) -> bool:
         return self.path.is_dir()
 
-    def hold(self, command: str) -> None:
-        """Become the one writer of this run directory until the command ends (:mod:`cli.run.lock`)."""
+    def hold(self, command: str, *, create: bool = False) -> None:
+        """Become the one writer of this run directory until the command ends; ``create``: make it first when
+        missing (`grpo prep`), under the lock, and remove it if the command fails (:mod:`cli.run.lock`)."""
         from cli.run.lock import hold
 
-        hold(self.path, command)
+        validate.run_path(self.path)
+        hold(self.path, command, create=create)
 
     def ensure(self) -> None:
         if self.path.exists() and not self.path.is_dir():
@@ -212,7 +218,10 @@ class RunDir:
             return None
         from cli.config.schema import load_yaml
 
-        return load_yaml(self.config_path)
+        try:
+            return load_yaml(self.config_path)
+        except GrpoError as exc:
+            raise GrpoError(f"{exc}: {CONFIG_REDO}") from None
 
     def save_config(self, cfg: Config) -> None:
         from cli.config.schema import to_yaml
@@ -224,21 +233,22 @@ class RunDir:
 
     # ---- manifest --------------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
+        """manifest.json, checked: a JSON object whose ``stages`` is a table (``{"stages": {}}`` if none)."""
         if not self.manifest_path.exists():
             return {"stages": {}}
-        try:
-            return json.loads(self.manifest_path.read_text())
-        except json.JSONDecodeError:
-            raise GrpoError(
-                f"{self.manifest_path} is corrupt (not JSON): delete it or start a new run"
-            ) from None
+        data = validate.json_file(self.manifest_path, MANIFEST_REDO)
+        stages = data.setdefault("stages", {})
+        if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
+            raise validate.Corrupt(self.manifest_path, "is corrupt ('stages' is not a table)", MANIFEST_REDO)
+        return data
 
     def record_stage(self, stage: str, info: Mapping[str, Any]) -> None:
-        """Merge ``info`` into ``manifest.json['stages'][stage]`` (atomically); rank 0 only."""
+        """Merge ``info`` into ``manifest.json['stages'][stage]`` (atomically); rank 0 only. A run whose
+        manifest.json is gone gets one rebuilt from its files (:meth:`rebuilt_manifest`), said in a note."""
         if not _is_main():
             return
         self.ensure()
-        data = self.manifest()
+        data = self.manifest() if self.manifest_path.exists() else self.rebuilt_manifest(stage)
         stages = data.setdefault("stages", {})
         entry = stages.setdefault(stage, {})
         entry.update(info)
@@ -247,6 +257,24 @@ class RunDir:
         entry["finished"] = info.get("finished") or now
         data["updated"] = now
         atomic_write_json(self.manifest_path, data)
+
+    def rebuilt_manifest(self, recording: str) -> dict[str, Any]:
+        """For a run that lost its manifest.json: an entry marked ``rebuilt`` per earlier stage whose output
+        is here (prep: data/stats.json; sft, grpo: their adapter), said in a note — never a silent partial
+        one. ``recording``: the stage about to record itself (its entry is made whole by it)."""
+        prepped = (self.data_dir / "stats.json").is_file()
+        stages: dict[str, Any] = {"prep": {"rebuilt": True}} if prepped else {}
+        for name in ("sft", "grpo"):
+            if has_adapter(self.adapter_dir(name)):
+                stages[name] = {"rebuilt": True, "adapter": str(self.adapter_dir(name))}
+        stages.pop(recording, None)
+        if stages:
+            err_console.print(
+                f"[yellow]note:[/] {self.manifest_path} was missing: rebuilt from the run's files "
+                f"({', '.join(stages)} marked rebuilt: their versions and timings are unknown)",
+                soft_wrap=True,
+            )
+        return {"stages": stages}
 
     @contextlib.contextmanager
     def stage(self, name: str, cfg: Config, **extra: Any) -> Iterator[dict[str, Any]]:
@@ -322,10 +350,9 @@ def resolve_config(
     dry_run: bool = False,
 ) -> Config:
     """Resolve the config of ``run`` (saved < preset < --config < flags); ``--dry-run`` prints, exits."""
-    from cli.config.schema import resolve, to_yaml
+    from cli.config.schema import to_yaml
 
-    saved = run.saved_config() if run.path.is_dir() else None
-    cfg = resolve(saved=saved, preset=preset, config_file=config_file, overrides=overrides)
+    cfg = _resolve_over_saved(run, preset=preset, config_file=config_file, overrides=overrides)
     if dry_run:
         import typer
 
@@ -334,16 +361,32 @@ def resolve_config(
     return cfg
 
 
+def _resolve_over_saved(run: RunDir, **layers: Any) -> Config:
+    """``resolve()`` over the run's saved config. When config.yaml is what fails (a hand edit, a damaged
+    file), the error names it: a bad key there is no flag of this command, and the user must know the file."""
+    from cli.config.schema import resolve
+
+    saved = run.saved_config() if run.path.is_dir() else None
+    try:
+        return resolve(saved=saved, **layers)
+    except GrpoError:
+        if saved:
+            try:
+                resolve(saved=saved)
+            except GrpoError as own:
+                raise GrpoError(f"{run.config_path}: {own}: {CONFIG_REDO}", own.code) from None
+        raise
+
+
 def dry_run_exit(run: RunDir, config_file: Path | None, command: str, options: Mapping[str, Any]) -> None:
     """`--dry-run` of the commands without a config section of their own (export, chat, eval):
     print the run's resolved config plus this command's options, then exit 0."""
     import typer
     import yaml
 
-    from cli.config.schema import resolve, to_yaml
+    from cli.config.schema import to_yaml
 
-    saved = run.saved_config() if run.path.is_dir() else None
-    cfg = resolve(saved=saved, config_file=config_file)
+    cfg = _resolve_over_saved(run, config_file=config_file)
     opts = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
     typer.echo(to_yaml(cfg) + yaml.safe_dump({command: opts}, sort_keys=False), nl=False, file=quiet.stdout())
     raise typer.Exit(0)

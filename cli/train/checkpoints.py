@@ -15,27 +15,41 @@ import re
 from pathlib import Path
 
 from cli.common import GrpoError
+from cli.run.console import err_console
 from cli.run.rundir import RunDir
+from cli.run.validate import checkpoint_problem
 
 
-def latest_checkpoint(folder: Path) -> Path | None:
-    """The complete ``checkpoint-N`` with the highest N: it holds the adapter and the trainer state (a
-    checkpoint is written under a staging name and renamed when whole: :mod:`cli.train.trainer`)."""
-    best: tuple[int, Path] | None = None
+def latest_checkpoint(folder: Path, skipped: list[tuple[Path, str]] | None = None) -> Path | None:
+    """The usable ``checkpoint-N`` with the highest N. A checkpoint is written under a staging name and
+    renamed when whole (:mod:`cli.train.trainer`), but a disk, a copy or a hand can still damage one:
+    it counts only when its files parse (:func:`cli.run.validate.checkpoint_problem`: the trainer state
+    loads and is at step N, the adapter's config and safetensors header read and agree). The newer ones
+    passed over land in ``skipped`` as (folder, why), for a note."""
     if not folder.is_dir():
         return None
+    found = []
     for child in folder.iterdir():
         m = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        if (
-            m
-            and child.is_dir()
-            and (child / "adapter_model.safetensors").exists()
-            and (child / "trainer_state.json").exists()
-        ):
-            n = int(m.group(1))
-            if best is None or n > best[0]:
-                best = (n, child)
-    return best[1] if best else None
+        if m and child.is_dir():
+            found.append((int(m.group(1)), child))
+    for _, child in sorted(found, reverse=True):
+        problem = checkpoint_problem(child)
+        if problem is None:
+            return child
+        if skipped is not None:
+            skipped.append((child, problem))
+    return None
+
+
+def skip_notes(skipped: list[tuple[Path, str]], chosen: Path | None) -> None:
+    """One note per checkpoint passed over, naming it and what is wrong, and where resume goes instead."""
+    for ckpt, problem in skipped:
+        instead = f"resuming from {chosen.name}" if chosen is not None else "no earlier checkpoint is whole"
+        err_console.print(
+            f"[yellow]note:[/] skipping {ckpt}: {problem} — {instead} (delete it to silence this note)",
+            soft_wrap=True,
+        )
 
 
 STAGING = re.compile(r"\.checkpoint-\d+\.partial")
@@ -75,6 +89,7 @@ def attempts(checkpoints: Path) -> dict[int, Path]:
 def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | None]:
     """``(attempt, its checkpoint folder, checkpoint to resume or None)`` for a `grpo grpo` run."""
     known = attempts(checkpoints)
+    skipped: list[tuple[Path, str]] = []  # damaged checkpoints passed over, named in notes
     env = os.environ.get(ATTEMPT_ENV, "").strip()
     if env.isdigit():  # a rank of `--gpus N`: the parent chose (the folder may exist by now)
         n = int(env)
@@ -82,9 +97,13 @@ def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | Non
         return n, folder, latest_checkpoint(folder) if resume else None
     if resume:
         if not known:
-            raise GrpoError(f"--resume: no checkpoint in {checkpoints}: run `grpo grpo --save-steps N` first")
+            latest_checkpoint(checkpoints, skipped)  # damaged ones of a run from before attempts: say so
+            skip_notes(skipped, None)
+            whole = "whole checkpoint" if skipped else "checkpoint"
+            raise GrpoError(f"--resume: no {whole} in {checkpoints}: run `grpo grpo --save-steps N` first")
         n, folder = next(reversed(known.items()))
-        ckpt = latest_checkpoint(folder)
+        ckpt = latest_checkpoint(folder, skipped)
+        skip_notes(skipped, ckpt)
         if ckpt is None:
             older = [k for k, f in known.items() if k < n and latest_checkpoint(f) is not None]
             hint = (
@@ -92,8 +111,9 @@ def plan_attempt(checkpoints: Path, resume: bool) -> tuple[int, Path, Path | Non
                 if older
                 else ""
             )
+            saved = "has no whole checkpoint (see the notes above)" if skipped else "saved no checkpoint"
             raise GrpoError(
-                f"--resume: the most recent attempt ({n}, {folder}) saved no checkpoint{hint}; "
+                f"--resume: the most recent attempt ({n}, {folder}) {saved}{hint}; "
                 "start a new attempt with `grpo grpo`"
             )
         return n, folder, ckpt

@@ -35,6 +35,7 @@ from typing import Any
 
 from cli.common import GrpoError
 from cli.config.command_options import LaunchOptions
+from cli.run import signals
 from cli.run.ranks import LAUNCHED_ENV, launched
 
 DEEPSPEED_STAGES = ("zero2", "zero3")
@@ -365,41 +366,41 @@ def command_argv() -> list[str]:
 
 
 INTERRUPTED = 130  # exit code of a run stopped with Ctrl-C (checkpoint saved)
+STOPPED = signals.EXIT_CODES  # ... with Ctrl-C or SIGTERM (128 + the signal's number: 130, 143)
 
 
 def launch(config_path: Path, plan: Plan, argv: list[str]) -> int:
-    """Run the training under `accelerate launch`; return its exit code (130 after a Ctrl-C).
+    """Run the training under `accelerate launch`; return its exit code (130 after a Ctrl-C, 143 after
+    SIGTERM).
 
     The launcher runs in its own session, so a Ctrl-C at the terminal reaches only this process; it is
-    passed on to the training ranks alone. torchrun's agent, if signalled itself, would kill the ranks
-    and print a traceback; this way every rank saves the checkpoint after the current step and exits,
-    and the user sees one line.
+    passed on to the training ranks alone, and so is SIGTERM (what `kill`, systemd, Slurm and Kubernetes
+    send). torchrun's agent, if signalled itself, would kill the ranks and print a traceback; this way
+    every rank saves the checkpoint after the current step and exits, and the user sees one line.
     """
     cmd = launch_command(config_path, argv)
     proc = subprocess.Popen(cmd, env=child_env(plan), start_new_session=True, preexec_fn=_die_with_parent())
-    presses = 0
+    stops: list[int] = []
 
     def forward(signum: int, frame: Any) -> None:
-        nonlocal presses
-        presses += 1
-        _signal_ranks(proc.pid, signal.SIGINT)
+        stops.append(signum)
+        _signal_ranks(proc.pid, signum)
 
     def terminate(signum: int, frame: Any) -> None:
         # Its own session means the launcher would outlive us: take the whole group down with us.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signum)
 
-    previous = signal.signal(signal.SIGINT, forward)
-    previous_term = {s: signal.signal(s, terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, terminate)
     try:
         code = proc.wait()
     finally:
-        signal.signal(signal.SIGINT, previous)
-        for s, handler in previous_term.items():
+        for s, handler in previous.items():
             signal.signal(s, handler)
         if proc.poll() is None:  # pragma: no cover - only if wait() itself failed
             proc.kill()
-    return INTERRUPTED if presses and code in (0, INTERRUPTED) else code
+    return 128 + stops[-1] if stops and code in (0, *STOPPED) else code
 
 
 def _die_with_parent() -> Any:

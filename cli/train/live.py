@@ -5,11 +5,11 @@ share of groups whose rewards are all equal (``frac_reward_zero_std``: no learni
 format hit rate, the completion length, the step time and an ETA, the time spent in reward functions
 and the peak GPU memory. Plain-language hints explain the two things that worry people first.
 
-Ctrl-C (:class:`Interrupt`): the first press asks the trainer to save a checkpoint after the current step
-and stop; the stage then saves its adapter and records where it stopped. A press during a GRPO rollout
+Ctrl-C or SIGTERM (:class:`Interrupt`): the first one asks the trainer to save a checkpoint after the current
+step and stop; the stage then saves its adapter and records where it stopped. One during a GRPO rollout
 (generation, a stuck reward) does not wait for the step: the rollout is dropped at once, and since no
 weight has changed since the last optimizer step, that step's checkpoint and adapter are saved. A second
-press outside a rollout stops at once and saves nothing from the step under way.
+one outside a rollout stops at once and saves nothing from the step under way.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.common import finite as _num
+from cli.run import signals
 from cli.run.console import console, err_console
 from cli.run.ranks import any_rank
 from cli.run.rundir import RunDir
@@ -60,25 +62,32 @@ class StepAbandoned(BaseException):  # noqa: N818 - reads as what happened
 
 
 class Interrupt:
-    """SIGINT → a flag the callback turns into save-and-stop at the step's end; a second SIGINT raises
-    KeyboardInterrupt. With ``abandon_rollouts`` (one process: the ranks of --gpus N must stop together,
-    at a step's end), SIGINT during a rollout raises :class:`StepAbandoned` at once instead."""
+    """SIGINT or SIGTERM → a flag the callback turns into save-and-stop at the step's end; a second one
+    raises KeyboardInterrupt. With ``abandon_rollouts`` (one process: the ranks of --gpus N must stop
+    together, at a step's end), a signal during a rollout raises :class:`StepAbandoned` at once instead.
+    SIGTERM is what `kill`, systemd, Slurm and Kubernetes send to stop a job: it saves as Ctrl-C does
+    (the exit code tells them apart: :func:`cli.run.signals.exit_code`)."""
 
     def __init__(self, *, abandon_rollouts: bool = False) -> None:
         self.requested = False
         self.abandon_rollouts = abandon_rollouts
         self.in_rollout = 0
+        self.signum: int | None = None  # the signal that asked to stop
 
     def _handler(self, signum: int, frame: Any) -> None:
+        signals.received(signum)
         if self.in_rollout and self.abandon_rollouts:
             self.requested = True
+            self.signum = self.signum or signum
             raise StepAbandoned
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        self.signum = signum
+        name = signals.label(signum)
         err_console.print(
-            "\n[yellow]Ctrl-C:[/] saving a checkpoint after this step, then stopping "
-            "(Ctrl-C again to stop now, without saving this step)"
+            f"\n[yellow]{name}:[/] saving a checkpoint after this step, then stopping "
+            f"({name} again to stop now, without saving this step)"
         )
 
     def before_rollout(self) -> None:
@@ -88,15 +97,18 @@ class Interrupt:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Interrupt]:
+        previous: dict[int, Any] = {}
         try:
-            previous = signal.signal(signal.SIGINT, self._handler)
+            for sig in signals.STOP_SIGNALS:
+                previous[sig] = signal.signal(sig, self._handler)
         except ValueError:  # not the main thread: leave Python's default KeyboardInterrupt
             yield self
             return
         try:
             yield self
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for number, handler in previous.items():
+                signal.signal(number, handler)
 
 
 def make_callback(run: RunDir, stage: str, spec: LiveSpec, observers: Observers | None = None) -> Any:
@@ -162,6 +174,13 @@ class LiveView:
             control.should_save = True
             control.should_training_stop = True
         return control
+
+    def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        """A checkpoint just saved follows the umask (the safetensors library writes its files 0600)."""
+        from cli.run.atomic import follow_umask
+
+        if state.is_world_process_zero:
+            follow_umask(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
     def smoothed_eta(self, remaining: int) -> float | None:
         """ETA from an exponential average of step times, each new ETA within ½–2× of the last one

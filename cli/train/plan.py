@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from cli.config.schema import Config
 from cli.infer.vllm_memory import VllmPlan
 from cli.run import ranks
 from cli.run.budget import RolloutBudget
+from cli.run.data import FILTERED
 from cli.run.rundir import RunDir
 from cli.train import distributed
 from cli.train.distributed import Plan as Launch
@@ -194,12 +196,17 @@ def uses_dora(cfg: Config, adapter: Path | None) -> bool:
 
 def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_dora_merge: bool) -> GrpoPlan:
     """Decide everything (see the module docs); raises :class:`GrpoError` on the first thing that is wrong."""
+    from cli.models.resolve import check_model
+    from cli.run.preflight import check_run
     from cli.train import backends
     from cli.train.checkpoints import plan_attempt
     from cli.train.reporters import check_reporter
     from cli.train.rewards import resolve_rewards
 
     g, child = cfg.grpo, ranks.launched()
+    # What it will read, before any work: a damaged file or a model path that is not there is one line now.
+    check_run(rd, data=("train.parquet", FILTERED), adapters=[a for a in (sft_adapter(rd),) if a])
+    check_model(cfg, rd)
     distributed.check_batch(
         g.per_device_batch, g.gens, ranks.world_size() if child else launch.world, g.rollout_steps
     )
@@ -354,6 +361,7 @@ def undone_unless_saved(rd: RunDir, setup: GrpoPlan, *, enabled: bool = True) ->
     from cli.train.checkpoints import latest_checkpoint
 
     config = rd.config_path.read_bytes() if enabled and rd.config_path.is_file() else None
+    metrics = rd.metrics_path.stat().st_size if rd.metrics_path.is_file() else None  # rows before this one
     created = setup.checkpoints  # the outermost folder of it that this command creates (grpo/ on a new run)
     while not created.parent.exists():
         created = created.parent
@@ -364,6 +372,7 @@ def undone_unless_saved(rd: RunDir, setup: GrpoPlan, *, enabled: bool = True) ->
         if enabled and latest_checkpoint(setup.checkpoints) is None:
             if fresh:
                 shutil.rmtree(created, ignore_errors=True)
+            _forget_rows(rd, metrics)  # the next run is this attempt again: its rows must not mix in
             with contextlib.suppress(OSError):
                 if config is not None:
                     from cli.run.atomic import atomic_write_bytes
@@ -372,3 +381,13 @@ def undone_unless_saved(rd: RunDir, setup: GrpoPlan, *, enabled: bool = True) ->
                 else:
                     rd.config_path.unlink(missing_ok=True)
         raise
+
+
+def _forget_rows(rd: RunDir, size: int | None) -> None:
+    """metrics.jsonl back to ``size`` bytes (gone when it did not exist): an attempt that saved nothing
+    leaves no rows under the attempt number that the next run takes again."""
+    with contextlib.suppress(OSError):
+        if size is None:
+            rd.metrics_path.unlink(missing_ok=True)
+        else:
+            os.truncate(rd.metrics_path, size)
