@@ -143,7 +143,7 @@ def run(job: EvalJob) -> Scored:
     from cli.models.resolve import resolve_model
 
     base_path = resolve_model(job.cfg, job.rd)
-    tokenizer = loading.load_tokenizer(base_path, job.spec)
+    tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
     job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
     job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
     pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}

@@ -306,8 +306,11 @@ def gguf_spm_tokenizer(gguf_path: Path) -> Any:
 
 
 def load_tokenizer(cfg: Config, run: RunDir) -> Any:
-    """The model's tokenizer with the run's chat template (seed 000 template from the format contract)."""
+    """The model's tokenizer with the run's chat template (seed 000 template from the format contract) and the
+    run's pad (said in one line when it is not the tokenizer's own, :mod:`cli.models.pad`)."""
     from transformers import AutoTokenizer
+
+    from cli.models import pad
 
     path = resolve_model(cfg, run)
     try:
@@ -315,6 +318,5 @@ def load_tokenizer(cfg: Config, run: RunDir) -> Any:
     except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load tokenizer for {cfg.model!r}: {str(exc).splitlines()[0]}") from None
     tok.chat_template = cfg.format_spec().chat_template()
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
+    pad.say(pad.for_path(tok, path, cfg.pad_token))
     return tok

@@ -248,6 +248,18 @@ class RunDir:
         data["updated"] = now
         atomic_write_json(self.manifest_path, data)
 
+    def record(self, key: str, info: Mapping[str, Any]) -> None:
+        """Set ``manifest.json[key]`` (atomically; rank 0 only): a fact of the run no one stage owns, such as
+        the tokenizer's pad (``tokenizer``)."""
+        if not _is_main():
+            return
+        self.ensure()
+        data = self.manifest()
+        if data.get(key) == dict(info):
+            return
+        data[key] = dict(info)
+        atomic_write_json(self.manifest_path, data)
+
     @contextlib.contextmanager
     def stage(self, name: str, cfg: Config, **extra: Any) -> Iterator[dict[str, Any]]:
         """Time a stage and record it (versions, contract hash, timings) when it succeeds.
