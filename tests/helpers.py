@@ -253,6 +253,38 @@ def tiny_qwen2_pad_eos(dest: Path) -> Path:
     return dest
 
 
+def tiny_llama(dest: Path) -> Path:
+    """A random 2-layer Llama with the tiny model's BPE tokenizer (control and user-defined added tokens) and,
+    as Llama 3's, a BOS the tokenizer adds itself."""
+    import torch
+    from tokenizers import AddedToken, processors
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from cli.models.resolve import TINY_EOS, TINY_PAD, build_tiny_tokenizer
+    from py_rewards.spec import get_spec
+
+    spec = get_spec("seed000")
+    backend = build_tiny_tokenizer(spec).backend_tokenizer
+    bos = "<|begin_of_text|>"
+    backend.add_special_tokens([AddedToken(bos, special=True, normalized=False)])
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, backend.token_to_id(bos))]
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token=bos, eos_token=TINY_EOS, pad_token=TINY_PAD
+    )
+    tok.chat_template = spec.chat_template()
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=False,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+    )  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(dest)
+    tok.save_pretrained(dest)
+    return dest
+
+
 def make_run(root: Path) -> Path:
     """A run directory as prep + sft + grpo leave it (config.yaml, base/tiny, data/eval.parquet, adapters)."""
     import pandas as pd

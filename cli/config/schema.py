@@ -286,8 +286,8 @@ class GRPOConfig:
 class Config:
     model: str = setting(
         "tiny",
-        help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or 'gemma3-270m' (offline "
-        "from PyPI). Remembered by the run.",
+        help="HF id, local folder or llama.cpp FILE.gguf (imported once); 'tiny' (random 2-layer Qwen3, CPU "
+        "smoke runs) or 'gemma3-270m' (offline from PyPI). Remembered by the run.",
         flag="--model",
         panel=MODEL,
     )
