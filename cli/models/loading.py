@@ -36,6 +36,24 @@ def load_tokenizer(path: str | Path, spec: FormatSpec, pad_token: str = "auto") 
     return tok
 
 
+def native_tokenizer(path: str | Path, pad_token: str = "auto") -> Any:
+    """The model's tokenizer with its own chat template (and the run's pad, left padding), or None when it has
+    no template: `grpo eval` asks the base model in its own format too."""
+    from transformers import AutoTokenizer
+
+    from cli.models import pad
+
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+    except Exception as exc:  # noqa: BLE001
+        raise GrpoError(f"cannot load the tokenizer from {path}: {first_line(exc)}") from None
+    if not isinstance(tok.chat_template, str) or not tok.chat_template.strip():
+        return None
+    tok.padding_side = "left"
+    pad.for_path(tok, path, pad_token)
+    return tok
+
+
 def quiet_transformers() -> None:
     """No per-load progress bars or info chatter in the terminal (chat, export tables)."""
     from transformers.utils import logging as hf_logging
