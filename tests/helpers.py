@@ -217,6 +217,74 @@ def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False)
     tok.save_pretrained(str(dest))
 
 
+# ---- tiny models of other shapes -----------------------------------------------------------------
+def tiny_qwen2_pad_eos(dest: Path) -> Path:
+    """A random 2-layer Qwen2 whose tokenizer is laid out as the one transformers builds from a Qwen2.5 GGUF:
+    pad = eos = ``<|endoftext|>``, three added tokens, and ``<|fim_pad|>`` in the vocabulary but not added."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    from cli.models.resolve import _training_text
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    tok.train_from_iterator(_training_text(), trainer=trainer)
+    data = json.loads(tok.to_str())
+    data["model"]["vocab"]["<|fim_pad|>"] = len(data["model"]["vocab"])  # a plain vocabulary entry
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(data)),
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        model_max_length=2048,
+    )
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=True,
+        eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
+    )  # fmt: skip
+    Qwen2ForCausalLM(config).save_pretrained(dest)
+    fast.save_pretrained(dest)
+    return dest
+
+
+def tiny_llama(dest: Path) -> Path:
+    """A random 2-layer Llama with the tiny model's BPE tokenizer (control and user-defined added tokens) and,
+    as Llama 3's, a BOS the tokenizer adds itself."""
+    import torch
+    from tokenizers import AddedToken, processors
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from cli.models.resolve import TINY_EOS, TINY_PAD, build_tiny_tokenizer
+    from py_rewards.spec import get_spec
+
+    spec = get_spec("seed000")
+    backend = build_tiny_tokenizer(spec).backend_tokenizer
+    bos = "<|begin_of_text|>"
+    backend.add_special_tokens([AddedToken(bos, special=True, normalized=False)])
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, backend.token_to_id(bos))]
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token=bos, eos_token=TINY_EOS, pad_token=TINY_PAD
+    )
+    tok.chat_template = spec.chat_template()
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=False,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+    )  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(dest)
+    tok.save_pretrained(dest)
+    return dest
+
+
 def make_run(root: Path) -> Path:
     """A run directory as prep + sft + grpo leave it (config.yaml, base/tiny, data/eval.parquet, adapters)."""
     import pandas as pd

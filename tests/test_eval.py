@@ -30,6 +30,7 @@ def test_eval_tiny_slice(run_dir, tmp_path):
     for stage in ("sft", "grpo"):
         assert rows[stage]["format_compliance"] == 1.0
         assert rows[stage]["accuracy"] == 0.25
+        assert rows[stage]["accuracy_lenient"] == 0.25  # the last number is the solution's
         assert 0 < rows[stage]["mean_completion_tokens"] < 24
     # 95 % intervals: Wilson for the rates (1 of 4 correct), normal for the mean reward; the paired
     # differences are over the same four prompts.
@@ -52,10 +53,42 @@ def test_eval_tiny_slice(run_dir, tmp_path):
     assert report["engine"] == "hf"
     md = (run / "eval" / "report.md").read_text()
     assert "| After GRPO | 100.0% [51.0, 100.0] | 25.0% [4.6, 69.9] |" in md and "Format Compliance (%)" in md
+    # seed rule, math_equal, last number
+    assert "| 25.0% [4.6, 69.9] | 25.0% | 25.0% [4.6, 69.9] |" in md and "Accuracy, last number (%)" in md
     if importlib.util.find_spec("matplotlib") is not None:
         assert (run / "eval" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len((run / "eval" / "samples.jsonl").read_text().splitlines()) == 12
     assert "eval" in json.loads((run / "manifest.json").read_text())["stages"]
+
+
+# The base model's own template (not the contract's): each message, then its EOS; the reply follows "A:".
+OWN_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{{ eos_token }}{% endfor %}"
+OWN_TEMPLATE += "{% if add_generation_prompt %}A:{% endif %}"
+
+
+@pytest.mark.slow
+def test_eval_base_in_its_own_chat_template(run_dir, tmp_path):
+    """With a base tokenizer that has its own template, the base row gets a second row asked that way, the
+    question alone, scored by the last number only."""
+    run = copy_run(run_dir, tmp_path / "run")
+    (run / "base" / "tiny" / "chat_template.jinja").write_text(OWN_TEMPLATE)
+    result = invoke("eval", "--run", run, "--limit", "3", "--max-new-tokens", "8", "--models", "base,sft")
+    assert result.exit_code == 0, result.output
+    report = json.loads((run / "eval" / "report.json").read_text())
+    rows = {r["checkpoint"]: r for r in report["results"]}
+    assert list(rows) == ["base", "base-chat", "sft"]
+    own = rows["base-chat"]
+    assert own["label"] == "Base, own chat template" and own["n"] == 3
+    assert own["format_compliance"] is None and own["accuracy"] is None and own["mean_reward"] is None
+    assert 0.0 <= own["accuracy_lenient"] <= 1.0 and own["accuracy_lenient_ci95"][1] > 0
+    assert [p["a"] for p in report["paired"]] == ["base"]  # base-chat takes part in no paired difference
+    samples = [json.loads(x) for x in (run / "eval" / "samples.jsonl").read_text().splitlines()]
+    mine = [s for s in samples if s["checkpoint"] == "base-chat"]
+    assert len(mine) == 3 and all(s["format_ok"] is None and s["reward"] is None for s in mine)
+    assert all(isinstance(s["correct_lenient"], bool) for s in mine)
+    md = (run / "eval" / "report.md").read_text()
+    assert "| Base, own chat template | — | — |" in md
+    assert "Base, own chat template" in result.output  # the printed table
 
 
 def test_eval_bundled_and_local_data(run_dir, tmp_path):

@@ -22,3 +22,28 @@ def test_eval_scores_both_rules_side_by_side() -> None:
     sc = score(spec, completions, answers)
     assert sc.correct == [True, False, False, False, False]
     assert sc.math_correct == [True, True, True, False, True]
+
+
+LENIENT = [
+    # (completion, gold, correct by the last number)
+    ("<end_working_out><SOLUTION>18</SOLUTION>", "18", True),  # our format: the solution is the last number
+    ("16 - 3 - 4 = 9 eggs, 9 * $2 = $18.", "18", True),  # GSM8K style: the last number, a final "."
+    ("She makes $18.00 every day.", "18", True),  # numerically equal
+    ("That is 1,000 ducks", "1000", True),  # thousands separators
+    ("The answer is 18. Next: 3 more questions", "18", False),  # the *last* number, as graders take it
+    ("<end_working_out> <SOLUTION></SOLUTION> so 18", "18", True),  # no format needed
+    ("x = -3", "-3", True),  # a minus sign
+    ("60-20", "-20", False),  # a dash between numbers is no minus sign
+    ("no number at all", "18", False),
+    ("\\frac{1}{2}", "\\frac{1}{2}", False),  # a gold that is not a number is never matched this way
+]
+
+
+def test_lenient_accuracy_is_the_last_number() -> None:
+    from cli.eval.scoring import lenient_verdicts, score
+
+    completions, golds, want = zip(*LENIENT, strict=True)
+    assert lenient_verdicts(completions, golds) == list(want)
+    sc = score(py_rewards.get_spec("seed000"), list(completions), list(golds))
+    assert sc.lenient_correct == list(want)
+    assert sc.correct[0] and not sc.correct[1]  # the seed rule needs the tags

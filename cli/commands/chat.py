@@ -137,7 +137,12 @@ def build_engines(
 
     def hf_base() -> Engine:
         path = resolve_model(cfg, run)
-        return HFEngine(loading.load_hf(path), loading.load_tokenizer(path, spec), spec, f"base {cfg.model}")
+        return HFEngine(
+            loading.load_hf(path),
+            loading.load_tokenizer(path, spec, cfg.pad_token),
+            spec,
+            f"base {cfg.model}",
+        )
 
     if source == "base":
         engine = hf_base()
@@ -146,7 +151,7 @@ def build_engines(
         stage, path = run.pick_adapter(adapter)
         validate.adapter(path, redo(run, stage))  # a damaged adapter: one line before the base model loads
         base_path = resolve_model(cfg, run)
-        tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec)
+        tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec, cfg.pad_token)
         model = loading.attach_adapter(loading.load_hf(base_path), path)
         tuned = HFEngine(model, tok, spec, f"{stage} adapter")
         return tuned, lambda: HFEngine(model, tok, spec, f"base {cfg.model}", adapter_off=True)

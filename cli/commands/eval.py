@@ -10,7 +10,14 @@ adapter (each one present), the columns of seed 000's results table:
 - [bold]accuracy, math_equal[/]: share whose answer (solution tags, else the last \\boxed{}) equals the gold
   one under py_rewards.math_equal, which reads MATH-style LaTeX (\\frac{1}{2} = 0.5, 2\\sqrt3 = \\sqrt{12},
   90^\\circ = 90, intervals, sets, ...) like Math-Verify; on GSM8K/DAPO integers the two agree;
+- [bold]accuracy, last number[/]: share whose last number, anywhere in the completion, equals the gold answer
+  as a number (GSM8K's lenient grading): what the model knows, whatever its format;
 - [bold]mean length[/]: completion tokens up to EOS.
+
+With the base model, a second row, [bold]Base, own chat template[/]: the question alone in the model's own
+chat template (when its tokenizer has one; no system prompt, no tags), decoded up to the token that ends its
+turns and scored by the last number (and math_equal): what the model could do before our format. The
+format columns do not apply to it.
 
 Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 

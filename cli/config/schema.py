@@ -311,8 +311,8 @@ class GRPOConfig:
 class Config:
     model: str = setting(
         "tiny",
-        help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or 'gemma3-270m' (offline "
-        "from PyPI). Remembered by the run.",
+        help="HF id, local folder or llama.cpp FILE.gguf (imported once); 'tiny' (random 2-layer Qwen3, CPU "
+        "smoke runs) or 'gemma3-270m' (offline from PyPI). Remembered by the run.",
         flag="--model",
         panel=MODEL,
     )
@@ -331,6 +331,11 @@ class Config:
     max_seq_length: int = setting(2048, help="Context length of training.", ge=16)
     load_in_4bit: bool = setting(False, help="Load the base model in 4 bit (QLoRA).")
     dtype: str = setting("auto", help="auto, bfloat16, float16 or float32.")
+    pad_token: str = setting(
+        "auto",
+        help="auto: the tokenizer's pad unless it is missing or equals EOS, then a pad-named, reserved or "
+        "unknown token of its vocabulary (never a new one); or a token of the vocabulary to pad with.",
+    )
     lora: LoraConfig = field(default_factory=LoraConfig)
     prep: PrepConfig = field(default_factory=PrepConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)

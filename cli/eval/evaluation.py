@@ -79,10 +79,18 @@ def load_rows(
 
 
 LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
+# The base model asked the question alone in its own chat template: what it can do before our format.
+NATIVE = "base-chat"
+NATIVE_LABEL = "Base, own chat template"
+# What the base-chat row leaves empty: the columns that need our format, and the rewards built on it.
+STRICT_ONLY = ("format_compliance", "accuracy", "mean_match_format_exactly", "mean_check_answer_accuracy",
+               "format_compliance_ci95", "accuracy_ci95", "mean_reward", "mean_reward_ci95")  # fmt: skip
 
 
-def intervals(format_ok: list[bool], correct: list[bool], rewards: list[float]) -> dict[str, Any]:
-    """95 % intervals: Wilson for the two rates, normal for the mean reward (format + answer rewards)."""
+def intervals(
+    format_ok: list[bool], correct: list[bool], rewards: list[float], lenient: list[bool]
+) -> dict[str, Any]:
+    """95 % intervals: Wilson for the rates, normal for the mean reward (format + answer rewards)."""
     from cli.eval.stats import mean_ci, wilson
 
     n = len(rewards)
@@ -90,6 +98,7 @@ def intervals(format_ok: list[bool], correct: list[bool], rewards: list[float]) 
     return {
         "format_compliance_ci95": [round(x, 4) for x in wilson(sum(format_ok), n)],
         "accuracy_ci95": [round(x, 4) for x in wilson(sum(correct), n)],
+        "accuracy_lenient_ci95": [round(x, 4) for x in wilson(sum(lenient), len(lenient))],
         "mean_reward": round(mean, 4),
         "mean_reward_ci95": [round(lo, 4), round(hi, 4)],
     }
@@ -124,6 +133,16 @@ class EvalJob:
     engine: str  # hf | vllm
     prompts: list[str] = field(default_factory=list)
     engine_info: dict[str, Any] = field(default_factory=dict)
+    # The base row in the model's own chat template: its prompts and the token that ends its turns.
+    native_prompts: list[str] = field(default_factory=list)
+    native_stops: list[int] = field(default_factory=list)
+
+    def stages(self) -> list[str]:
+        """The rows to decode, in table order: the base-chat row follows the base one when there is one."""
+        rows = list(self.checkpoints)
+        if self.native_prompts and "base" in rows:
+            rows.insert(rows.index("base") + 1, NATIVE)
+        return rows
 
 
 @dataclass
@@ -143,15 +162,17 @@ def run(job: EvalJob) -> Scored:
     from cli.models.resolve import resolve_model
 
     base_path = resolve_model(job.cfg, job.rd)
-    tokenizer = loading.load_tokenizer(base_path, job.spec)
+    tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
     job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
+    if "base" in job.checkpoints:
+        _native_prompts(job, base_path)
     job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
     pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
     decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
     scored = Scored()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
-        for stage in job.checkpoints:
+        for stage in job.stages():
             task = progress.add_task(f"{stage:>4}", total=len(job.prompts))
             start = time.time()
             if stage in pregenerated:
@@ -163,6 +184,15 @@ def run(job: EvalJob) -> Scored:
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
     return scored
+
+
+def _native_prompts(job: EvalJob, base_path: str) -> None:
+    """The questions in the model's own chat template, when it has one other than the contract's."""
+    native = loading.native_tokenizer(base_path, job.cfg.pad_token)
+    if native is None or native.chat_template == job.spec.chat_template():
+        return
+    job.native_prompts = [prompting.native_prompt(native, r["question"]) for r in job.rows]
+    job.native_stops = prompting.turn_end_ids(native)
 
 
 def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, list[Any]]:
@@ -178,6 +208,7 @@ def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, li
         job.adapters,
         max_new_tokens=job.max_new_tokens,
         progress=lambda stage, n: err_console.print(f"{stage:>4}: {n} completions (vLLM)"),
+        base_extra={NATIVE: (job.native_prompts, job.native_stops)} if NATIVE in job.stages() else None,
     )
     job.engine_info["generation_seconds"] = round(time.time() - t_gen, 2)
     return pregenerated
@@ -194,7 +225,8 @@ class _HFDecoder:
     def generate(self, stage: str, progress: Callable[[int], None]) -> list[generation.Generation]:
         job = self.job
         model, ctx = self.base, None
-        if stage == "base":
+        prompts, stops = (job.native_prompts, job.native_stops) if stage == NATIVE else (job.prompts, [])
+        if stage in ("base", NATIVE):
             if self.peft_model is not None:
                 ctx = self.peft_model.disable_adapter()
         else:
@@ -212,10 +244,11 @@ class _HFDecoder:
             return generation.hf_generate(
                 model,
                 self.tokenizer,
-                job.prompts,
+                prompts,
                 max_new_tokens=job.max_new_tokens,
                 batch_size=job.batch_size,
                 progress=progress,
+                stop_ids=stops,
             )
 
         if ctx is None:
@@ -234,26 +267,34 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
     )
     lengths = [len(g.tokens) for g in gens]
     rewards = [f + a for f, a in zip(sc.format, sc.accuracy, strict=True)]
-    scored.per_prompt[stage] = rewards
-    scored.results.append(
-        {
-            "checkpoint": stage,
-            "label": LABELS[stage],
-            "adapter": str(job.adapters[stage]) if stage in job.adapters else None,
-            "n": len(rows),
-            "format_compliance": sum(sc.format_ok) / len(rows),
-            "accuracy": sum(sc.correct) / len(rows),
-            "accuracy_math": sum(sc.math_correct) / len(rows),
-            "mean_completion_tokens": sum(lengths) / len(lengths),
-            "hit_max_new_tokens": sum(1 for n in lengths if n >= job.max_new_tokens) / len(lengths),
-            "mean_match_format_exactly": sc.mean("format"),
-            "mean_check_answer_accuracy": sc.mean("accuracy"),
-            **intervals(sc.format_ok, sc.correct, rewards),
-            "seconds": round(seconds, 2),
-        }
-    )
-    for r, g, f, c, m, rw in zip(
-        rows, gens, sc.format_ok, sc.correct, sc.math_correct, rewards, strict=False
+    result = {
+        "checkpoint": stage,
+        "label": NATIVE_LABEL if stage == NATIVE else LABELS[stage],
+        "adapter": str(job.adapters[stage]) if stage in job.adapters else None,
+        "n": len(rows),
+        "format_compliance": sum(sc.format_ok) / len(rows),
+        "accuracy": sum(sc.correct) / len(rows),
+        "accuracy_math": sum(sc.math_correct) / len(rows),
+        "accuracy_lenient": sum(sc.lenient_correct) / len(rows),
+        "mean_completion_tokens": sum(lengths) / len(lengths),
+        "hit_max_new_tokens": sum(1 for n in lengths if n >= job.max_new_tokens) / len(lengths),
+        "mean_match_format_exactly": sc.mean("format"),
+        "mean_check_answer_accuracy": sc.mean("accuracy"),
+        **intervals(sc.format_ok, sc.correct, rewards, sc.lenient_correct),
+        "seconds": round(seconds, 2),
+    }
+    if stage == NATIVE:
+        # Asked without our system prompt and tags, the model cannot write our format: the format-strict
+        # columns and the rewards do not apply to this row; the last-number rule and math_equal (which
+        # reads a \boxed{} too) do.
+        result.update(dict.fromkeys(STRICT_ONLY))
+        result["chat_template"] = "the model's own (the question alone, no system prompt or tags)"
+    else:
+        scored.per_prompt[stage] = rewards
+    scored.results.append(result)
+    native = stage == NATIVE
+    for r, g, f, c, m, le, rw in zip(
+        rows, gens, sc.format_ok, sc.correct, sc.math_correct, sc.lenient_correct, rewards, strict=False
     ):
         scored.samples.append(
             {
@@ -262,10 +303,11 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
                 "answer": r["answer"],
                 "completion": g.text,
                 "tokens": len(g.tokens),
-                "format_ok": f,
-                "correct": c,
+                "format_ok": None if native else f,
+                "correct": None if native else c,
                 "correct_math": m,
-                "reward": rw,
+                "correct_lenient": le,
+                "reward": None if native else rw,
             }
         )
     scored.rewards_source = sc.source

@@ -10,12 +10,18 @@ from cli.common import console, err_console
 from cli.eval.evaluation import EvalJob, Scored, paired_differences
 from cli.run.atomic import atomic_dir
 
+NOT_APPLICABLE = "—"  # a column that does not apply to a row (the base-chat row's format columns)
+
 ACCURACY_DEFINITION = (
     "correct (seed rule) = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the "
     "extracted solution equals the gold answer as a number (thousands separators allowed); "
     "correct (math_equal) = the answer between the solution tags, else the last \\boxed{}, equals the gold "
-    "answer under py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify, issue #13); "
+    "answer under py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify); "
+    "correct (last number) = the last number anywhere in the completion equals the gold answer as a number, "
+    "no format needed (GSM8K's lenient grading; a gold answer that is not a number never matches); "
     "format compliance = match_format_exactly > 0; "
+    "the base-chat row asks the base model the question alone in its own chat template (no system prompt "
+    "or tags), so only the format-free columns apply to it; "
     "reward = match_format_exactly + check_answer_accuracy (seed 000's scores); intervals are 95 % "
     "(Wilson for rates, normal for the mean reward, paired bootstrap over prompts for differences)"
 )
@@ -27,24 +33,27 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"max {meta['max_new_tokens']} new tokens)",
         "",
         "| Model Checkpoint | Format Compliance (%) | Accuracy, seed rule (%) | Accuracy, math_equal (%) "
-        "| Mean reward "
+        "| Accuracy, last number (%) | Mean reward "
         "| Avg Completion Length (Tokens) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
 
     def pct(r: dict[str, Any], key: str) -> str:
+        if r.get(key) is None:
+            return NOT_APPLICABLE
         lo, hi = r.get(f"{key}_ci95") or (None, None)
         band = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else ""
         return f"{100 * r[key]:.1f}%{band}"
 
     for r in results:
         lo, hi = r.get("mean_reward_ci95") or (None, None)
-        reward = f"{r.get('mean_reward', float('nan')):.3f}" + (
-            f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""
-        )
+        reward = NOT_APPLICABLE
+        if r.get("mean_reward") is not None:
+            reward = f"{r['mean_reward']:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
         lines.append(
             f"| {r['label']} | {pct(r, 'format_compliance')} | {pct(r, 'accuracy')} | "
-            f"{100 * r['accuracy_math']:.1f}% | {reward} | {r['mean_completion_tokens']:.0f} |"
+            f"{100 * r['accuracy_math']:.1f}% | {pct(r, 'accuracy_lenient')} | {reward} | "
+            f"{r['mean_completion_tokens']:.0f} |"
         )
     for pair in meta.get("paired") or []:
         lines.append(
@@ -78,12 +87,14 @@ def eval_figure(results: list[dict[str, Any]], title: str) -> Any:
     x = list(range(len(labels)))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
     width = 0.38
-    fmt = [100 * r["format_compliance"] for r in results]
-    acc = [100 * r["accuracy"] for r in results]
-    b1 = ax1.bar([i - width / 2 for i in x], fmt, width, label="format %")
-    b2 = ax1.bar([i + width / 2 for i in x], acc, width, label="accuracy %")
-    for bars in (b1, b2):
-        ax1.bar_label(bars, labels=[f"{v:.0f}%" for v in bars.datavalues], fontsize=8, padding=2)
+    # The base-chat row has no format columns: no bar, labelled n/a.
+    fmt = [r["format_compliance"] for r in results]
+    acc = [r["accuracy"] for r in results]
+    b1 = ax1.bar([i - width / 2 for i in x], [100 * (v or 0) for v in fmt], width, label="format %")
+    b2 = ax1.bar([i + width / 2 for i in x], [100 * (v or 0) for v in acc], width, label="accuracy %")
+    for bars, values in ((b1, fmt), (b2, acc)):
+        shown = ["n/a" if v is None else f"{100 * v:.0f}%" for v in values]
+        ax1.bar_label(bars, labels=shown, fontsize=8, padding=2)
     ax1.set_xticks(x, labels, fontsize=8)
     ax1.set_ylim(0, 112)
     ax1.axhline(0, color="black", linewidth=0.8)
@@ -130,7 +141,7 @@ def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> 
         with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
             for s in scored.samples:
                 fh.write(json.dumps(s, ensure_ascii=False) + "\n")
-    keys = ("format_compliance", "accuracy", "accuracy_math", "mean_completion_tokens")
+    keys = ("format_compliance", "accuracy", "accuracy_math", "accuracy_lenient", "mean_completion_tokens")
     rd.record_stage(
         "eval",
         {
@@ -158,14 +169,20 @@ def print_results(
     table.add_column("Format Compliance (%)", justify="right")
     table.add_column("Accuracy, seed rule (%)", justify="right")
     table.add_column("Accuracy, math_equal (%)", justify="right")
+    table.add_column("Accuracy, last number (%)", justify="right")
     table.add_column("Avg Completion Length (Tokens)", justify="right")
     table.add_column("time", justify="right")
+
+    def pct(value: float | None) -> str:
+        return NOT_APPLICABLE if value is None else f"{100 * value:.1f}%"
+
     for r in results:
         table.add_row(
             r["label"],
-            f"{100 * r['format_compliance']:.1f}%",
-            f"{100 * r['accuracy']:.1f}%",
-            f"{100 * r['accuracy_math']:.1f}%",
+            pct(r["format_compliance"]),
+            pct(r["accuracy"]),
+            pct(r["accuracy_math"]),
+            pct(r.get("accuracy_lenient")),
             f"{r['mean_completion_tokens']:.0f}",
             f"{r['seconds']:.1f}s",
         )

@@ -1,7 +1,8 @@
-"""Scoring completions for `grpo eval` and export verification: the training rewards plus two verdicts.
+"""Scoring completions for `grpo eval` and export verification: the training rewards plus the verdicts.
 
 Format compliance and correctness (the seed rule, and ``py_rewards.math_equal`` for MATH-style answers)
-from the same ``py_rewards`` functions training used.
+from the same ``py_rewards`` functions training used, and a lenient correctness that needs no format: the
+last number in the completion equals the gold one (:func:`lenient_verdicts`), as GSM8K graders score.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Scores:
     # Issue #13: the answer (solution tags, else the last \boxed{}) equals the gold one under
     # py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify).
     math_correct: list[bool] = field(default_factory=list)
+    # The last number anywhere in the completion equals the gold answer (no format needed).
+    lenient_correct: list[bool] = field(default_factory=list)
 
     def mean(self, name: str) -> float:
         vals = [float(v) for v in getattr(self, name)]
@@ -68,6 +71,33 @@ def _numeric_equal(guess: str, true: str) -> bool:
     return a is not None and a == b
 
 
+# A number as GSM8K answers write it: digits with optional thousands groups and decimals, and a minus sign
+# unless the dash follows a word or a number ("60-20" is 60 and 20). "1,000" is one number, "1,2,3" three;
+# "$18.00" is 18.00; a sentence's final "." is not a decimal point.
+_ANY_NUMBER = re.compile(r"(?:(?<![\w)])-)?\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def last_number(text: str) -> float | None:
+    """The last number in ``text`` (see ``_ANY_NUMBER``), or None when it has none.
+
+    >>> last_number("5 ducks... so she makes $1,234.50 a day.")
+    1234.5
+    """
+    found = _ANY_NUMBER.findall(text)
+    return _number(found[-1]) if found else None
+
+
+def lenient_verdicts(completions: Sequence[str], answers: Sequence[str]) -> list[bool]:
+    """Whether the last number in each completion equals the gold answer as a number: the "flexible"
+    GSM8K grading (lm-evaluation-harness's flexible-extract), which needs no format. A gold answer that is
+    not a number (MATH's LaTeX) is never matched this way."""
+    out = []
+    for completion, answer in zip(completions, answers, strict=True):
+        guess, gold = last_number(completion), _number(str(answer))
+        out.append(guess is not None and gold is not None and guess == gold)
+    return out
+
+
 def score(
     spec: FormatSpec, completions: Sequence[str], answers: Sequence[str], prompts: Sequence[Any] | None = None
 ) -> Scores:
@@ -77,7 +107,8 @@ def score(
     - correct: ``check_answer_accuracy`` reached its exact or strip tier (the extracted solution equals the
       gold answer, maybe after ``strip()``), or the solution equals the answer numerically
       (thousands separators allowed: ``"1,000"`` == ``"1000.0"``).
-      The 90-110 % ratio tiers are partial credit, not correct.
+      The 90-110 % ratio tiers are partial credit, not correct;
+    - lenient: the last number of the completion equals the gold answer (:func:`lenient_verdicts`).
     """
     fmt_fn, acc_fn, source = reward_functions(spec)
     msgs = [[{"role": "assistant", "content": c}] for c in completions]
@@ -93,7 +124,15 @@ def score(
             _, solution, _ = split_completion(spec, c)
             ok = s != sc.answer_missing and solution is not None and _numeric_equal(solution, a)
         correct.append(bool(ok))
-    return Scores(fmt, acc, [f > 0 for f in fmt], correct, source, math_verdicts(spec, completions, answers))
+    return Scores(
+        fmt,
+        acc,
+        [f > 0 for f in fmt],
+        correct,
+        source,
+        math_verdicts(spec, completions, answers),
+        lenient_verdicts(completions, answers),
+    )
 
 
 def math_verdicts(spec: FormatSpec, completions: Sequence[str], answers: Sequence[str]) -> list[bool]:

@@ -107,7 +107,9 @@ def build_all(job: Job) -> list[dict[str, Any]]:
         job.warnings.append(
             f"no data/eval.parquet in {job.rd.path}: verified on {len(rows)} bundled GSM8K test problems"
         )
-    tokenizer = loading.load_tokenizer(loading.adapter_tokenizer_path(job.adapter, job.base_path), job.spec)
+    tokenizer = loading.load_tokenizer(
+        loading.adapter_tokenizer_path(job.adapter, job.base_path), job.spec, job.cfg.pad_token
+    )
     contract = {
         **prompting.contract(job.spec, tokenizer.eos_token),
         "base_model": str(job.cfg.model),

@@ -55,11 +55,13 @@ def hf_generate(
     max_new_tokens: int,
     batch_size: int = 8,
     progress: Callable[[int], None] | None = None,
+    stop_ids: Sequence[int] = (),
 ) -> list[Generation]:
-    """Greedy, batched, left-padded decoding; completions end at EOS (not included)."""
+    """Greedy, batched, left-padded decoding; completions end at EOS or a token of ``stop_ids`` (not
+    included)."""
     greedy = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None,
               "min_p": None}  # fmt: skip
-    groups = _hf_decode(model, tokenizer, prompts, max_new_tokens, batch_size, progress, greedy, 1)
+    groups = _hf_decode(model, tokenizer, prompts, max_new_tokens, batch_size, progress, greedy, 1, stop_ids)
     return [group[0] for group in groups]
 
 
@@ -114,6 +116,7 @@ def _hf_decode(
     progress: Callable[[int], None] | None,
     decoding: dict[str, Any],
     n: int,
+    stop_ids: Sequence[int] = (),
 ) -> list[list[Generation]]:
     """``model.generate`` over left-padded batches with ``decoding``'s arguments; ``n`` rows per prompt
     (``num_return_sequences``: a prompt's rows are consecutive), grouped per prompt."""
@@ -121,6 +124,7 @@ def _hf_decode(
 
     device = next(model.parameters()).device
     eos = _eos_ids(tokenizer, model)
+    eos += [int(t) for t in stop_ids if int(t) not in eos]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos[0] if eos else 0)
     results: list[list[Generation]] = []
     for start in range(0, len(prompts), max(1, batch_size)):

@@ -74,3 +74,34 @@ def render_prompt(
     return env.from_string(spec.chat_template()).render(
         messages=messages, eos_token=eos_token, bos_token=bos_token, add_generation_prompt=True
     )
+
+
+def native_prompt(tokenizer: Any, question: str) -> str:
+    """The question alone, as one user turn in the model's *own* chat template (no system prompt or tags of
+    ours): how a user of the untuned model would ask it."""
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
+    )
+
+
+def turn_end_ids(tokenizer: Any) -> list[int]:
+    """The special token the model's own template closes an assistant turn with (``<|im_end|>``,
+    ``<|eot_id|>``, ``<end_of_turn>``), found by rendering a turn; [] when there is none beyond EOS.
+
+    A base or instruct model asked in its own format stops there, which is not always its EOS (Qwen2.5 GGUFs:
+    EOS ``<|endoftext|>``, turns end with ``<|im_end|>``).
+    """
+    mark = "\u2063grpo-answer\u2063"
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": mark}], tokenize=False
+        )
+    except Exception:  # noqa: BLE001 - a template that cannot render an assistant turn: EOS alone stops
+        return []
+    _, found, tail = text.partition(mark)
+    if not found:
+        return []
+    ids = tokenizer(tail.lstrip(), add_special_tokens=False)["input_ids"]
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    special |= {i for i, t in tokenizer.added_tokens_decoder.items() if getattr(t, "special", False)}
+    return [int(ids[0])] if ids and ids[0] in special else []

@@ -70,8 +70,11 @@ def generate_all(
     *,
     max_new_tokens: int,
     progress: Any = None,
+    base_extra: dict[str, tuple[Sequence[str], Sequence[int]]] | None = None,
 ) -> tuple[dict[str, list[Any]], dict[str, Any]]:
-    """Greedy completions of ``prompts`` for each checkpoint (``base`` or a key of ``adapters``)."""
+    """Greedy completions of ``prompts`` for each checkpoint (``base`` or a key of ``adapters``), and of
+    each named ``base_extra`` prompt set, ``(prompts, stop ids)`` beyond EOS, through the base model alone
+    (`grpo eval`'s base row in the model's own chat template)."""
     os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # the minimal vLLM bundle has no flashinfer
     import torch
     from vllm import LLM, SamplingParams
@@ -81,7 +84,11 @@ def generate_all(
     from cli.infer.vllm_memory import model_shape, plan_vllm
 
     ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    longest = max((len(x) for x in ids), default=1)
+    extra: dict[str, tuple[list[list[int]], list[int], list[str]]] = {}
+    for name, (extra_prompts, stops) in (base_extra or {}).items():
+        tokens = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in extra_prompts]
+        extra[name] = (tokens, [int(t) for t in stops], list(extra_prompts))
+    longest = max((len(x) for x in [*ids, *(t for e in extra.values() for t in e[0])]), default=1)
     used = {k: v for k, v in adapters.items() if k in checkpoints}
     total = int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
     plan = plan_vllm(
@@ -123,8 +130,38 @@ def generate_all(
         seconds[stage] = round(time.perf_counter() - t0, 2)
         if progress is not None:
             progress(stage, len(gens))
+    for stage, (extra_ids, stops, extra_prompts) in extra.items():
+        t0 = time.perf_counter()
+        stop = eos + [t for t in stops if t not in eos]
+        out[stage] = _greedy_base(llm, tokenizer, extra_prompts, extra_ids, stop, max_new_tokens)
+        seconds[stage] = round(time.perf_counter() - t0, 2)
+        if progress is not None:
+            progress(stage, len(out[stage]))
     info = {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib}
     return out, {**info, "stage_seconds": seconds}
+
+
+def _greedy_base(
+    llm: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    ids: Sequence[Sequence[int]],
+    stop: list[int],
+    max_new: int,
+) -> list[Any]:
+    """Greedy completions from the base model alone, cut at the first token of ``stop``."""
+    from vllm import SamplingParams
+
+    from cli.infer.generation import Generation, _trim
+
+    params = SamplingParams(temperature=0.0, max_tokens=max_new, skip_special_tokens=False,
+                            stop_token_ids=stop or None)  # fmt: skip
+    results = llm.generate([{"prompt_token_ids": list(x)} for x in ids], params, use_tqdm=False)
+    gens = []
+    for prompt, res in zip(prompts, results, strict=True):
+        toks = _trim(list(res.outputs[0].token_ids), stop, tokenizer.pad_token_id)
+        gens.append(Generation(prompt, tokenizer.decode(toks, skip_special_tokens=False), toks))
+    return gens
 
 
 def _start(llm_class: Any, kwargs: dict[str, Any]) -> Any:

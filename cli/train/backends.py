@@ -159,31 +159,69 @@ def load_for_training(
     vllm_utilization: float | None = None,
 ) -> tuple[Any, Any]:
     """Base model + a trainable LoRA (continuing ``adapter`` when given) and the run's tokenizer."""
+    from cli.models import pad
     from cli.models.resolve import resolve_model
 
     path = resolve_model(cfg, run)
     lora = lora_settings(cfg, adapter)
+    tokenizer, choice = _run_tokenizer(cfg, path)
     if backend == "unsloth":
-        model, tokenizer = _load_unsloth(cfg, path, lora, use_vllm, vllm_utilization)
+        # Unsloth reads the tokenizer itself and checks its pad there (on a GPU it refuses pad = eos): it gets
+        # the run's tokenizer, with the chosen pad, from the run directory.
+        tokenizer_dir = _pad_tokenizer_dir(run, tokenizer) if choice.changed else None
+        model, tokenizer = _load_unsloth(cfg, path, lora, use_vllm, vllm_utilization, tokenizer_dir)
     else:
-        model, tokenizer = _load_hf(cfg, path, lora)
+        model = _load_hf(cfg, path, lora)
     tokenizer = _prepare_tokenizer(tokenizer, cfg)
+    if tokenizer.pad_token_id != choice.id:
+        raise GrpoError(
+            f"the trainer's tokenizer pads with {tokenizer.pad_token!r}, not the run's {choice.token!r}: "
+            "set pad_token in the run's config"
+        )
+    pad.sync_model(model, choice)
+    pad.report(run, choice)
     if adapter is not None:
         load_adapter_weights(model, adapter)
     return model, tokenizer
+
+
+def _run_tokenizer(cfg: Config, path: str) -> tuple[Any, Any]:
+    """The base model's tokenizer with the run's pad (:mod:`cli.models.pad`), and that choice."""
+    from transformers import AutoTokenizer
+
+    from cli.models import pad
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
+    return tokenizer, pad.for_path(tokenizer, path, cfg.pad_token)
+
+
+def _pad_tokenizer_dir(run: RunDir, tokenizer: Any) -> str:
+    """``<run>/base/tokenizer``: the base tokenizer with the run's pad, written for Unsloth to load."""
+    dest = run.path / "base" / "tokenizer"
+    if is_main():
+        with atomic_dir(dest) as tmp:
+            tokenizer.save_pretrained(str(tmp))
+    barrier()
+    return str(dest)
 
 
 def _prepare_tokenizer(tokenizer: Any, cfg: Config) -> Any:
     # Unsloth may hand back a processor; the text tokenizer is inside it.
     tok = getattr(tokenizer, "tokenizer", tokenizer)
     tok.chat_template = cfg.format_spec().chat_template()
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
     return tok
 
 
 def _load_unsloth(
-    cfg: Config, path: str, lora: dict[str, Any], use_vllm: bool, utilization: float | None
+    cfg: Config,
+    path: str,
+    lora: dict[str, Any],
+    use_vllm: bool,
+    utilization: float | None,
+    tokenizer_dir: str | None = None,
 ) -> tuple[Any, Any]:
     from unsloth import FastLanguageModel
 
@@ -194,6 +232,8 @@ def _load_unsloth(
         "load_in_4bit": cfg.load_in_4bit,
         "trust_remote_code": False,  # never run a model folder's own code, never ask
     }
+    if tokenizer_dir is not None:
+        kwargs["tokenizer_name"] = tokenizer_dir
     if use_vllm:
         # Unsloth's standby mode replaces any share below ~0.88 of the card by its own (124 GiB on an
         # H200 for a 4B model): keep the share the plan gave the rollout (cli.infer.vllm_memory).
@@ -226,10 +266,10 @@ def _load_unsloth(
     return model, tokenizer
 
 
-def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
+def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
     import torch
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     dtype = _torch_dtype(cfg.dtype)
     if dtype is None:
@@ -238,7 +278,6 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
         else:
             dtype = torch.float32  # CPUs without AMX run bf16 matmuls slowly
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load model {cfg.model!r} ({path}): {_first_line(exc)}") from None
@@ -262,7 +301,7 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> tuple[Any, Any]:
         raise GrpoError(
             f"cannot attach LoRA to {cfg.model!r}: {_first_line(exc)} (check lora.target_modules)"
         ) from None
-    return model, tokenizer
+    return model
 
 
 def sharded() -> bool:

@@ -116,7 +116,7 @@ def run(job: FilterJob) -> dict[str, Any]:
     budget = completion_budget(cfg, rd, job.max_new_tokens)
     base_path = resolve_model(cfg, rd)
     with rd.stage("filter", cfg, adapter=job.adapter, engine=job.engine) as info:  # recorded when it succeeds
-        tokenizer = loading.load_tokenizer(base_path, spec)
+        tokenizer = loading.load_tokenizer(base_path, spec, cfg.pad_token)
         prompts = [prompting.prompt_text(tokenizer, spec, q) for q in questions]
         groups, engine_info = _sample(job, str(base_path), tokenizer, prompts, sampling, budget)
         solved, sc = count_solved(spec, groups, questions, answers)
