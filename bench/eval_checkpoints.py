@@ -65,6 +65,7 @@ def score(
             sum(1 for a, b in zip(correct["sft"], correct["grpo"], strict=True) if a and not b)]  # fmt: skip
     out["solved_only_by_second_first"] = only
     out["results"] = [{k: v for k, v in r.items() if k != "label"} for r in scored.results]
+    out["samples"] = scored.samples  # the completions, to score again offline (written apart, gzipped)
     return out
 
 
@@ -92,12 +93,18 @@ def main() -> int:
             "step": step,
             **score(args.a, rows, before, after, args.max_new_tokens, args.engine),
         }
-        print(json.dumps({k: v for k, v in report["same_step"].items() if k != "results"}), flush=True)
+        print(json.dumps({k: v for k, v in report["same_step"].items() if k not in ("results", "samples")}))
     if args.math is not None:
         rows, _ = load_rows(RunDir(args.a), None, args.math, args.limit)
         sft, grpo = args.a / "sft" / "adapter", args.a / "grpo" / "adapter"
         report["math500"] = score(args.a, rows, sft, grpo, 512, args.engine)
-        print(json.dumps({k: v for k, v in report["math500"].items() if k != "results"}), flush=True)
+        print(json.dumps({k: v for k, v in report["math500"].items() if k not in ("results", "samples")}))
+    import gzip
+
+    with gzip.open(args.out.with_suffix(".samples.jsonl.gz"), "wt") as fh:
+        for part, result in report.items():
+            for sample in result.pop("samples", []):
+                fh.write(json.dumps({"part": part, **sample}) + "\n")
     args.out.write_text(json.dumps(report, indent=1))
     return 0
 

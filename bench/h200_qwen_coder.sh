@@ -15,10 +15,12 @@
 # The payload travels in parts (bench/gpu_payload.sh makes them): the small one (Unsloth/TRL and vLLM
 # bundles, wheels, data), then the GGUF.
 #   bash bench/h200_qwen_coder.sh unpack PARTS_DIR   # (background) check, unpack, install the small payload
+#   bash bench/h200_qwen_coder.sh overhead           # (background) same-call overhead vs plain Unsloth+TRL+vLLM
 #   bash bench/h200_qwen_coder.sh prep PARTS_DIR     # (background) the GGUF: check, import, prep, SFT
 #   bash bench/h200_qwen_coder.sh train              # (background) A, B, C, F as above
 #   bash bench/h200_qwen_coder.sh eval               # (background) the evaluations
-#   bash bench/h200_qwen_coder.sh status | collect OUT
+#   bash bench/h200_qwen_coder.sh chain PARTS_DIR    # (background) prep, then train, then eval
+#   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
 set -uo pipefail
 W=${W:-/tmp/qc}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -90,6 +92,11 @@ case "${1:-}" in
     python3 -m pip install -q --no-index --no-deps --target "$W/wheels" "$W"/extra/*.whl && stamp "wheels installed"
     touch "$W/unpack.done"
     ;;
+  overhead)  # bench/h200_vllm_run.sh's interleaved pair on the Qwen3-4B-shaped model: auto (cold), plain, auto
+    while [ ! -e "$W/unpack.done" ]; do sleep 2; done
+    ORDER=${ORDER:-auto plain auto} STEPS=${STEPS:-6} bash bench/h200_vllm_run.sh "$W/overhead" > "$W/overhead.log" 2>&1
+    stamp "overhead exit $?"; touch "$W/overhead.done"
+    ;;
   prep)
     parts=${2:?parts dir}
     ( cd "$parts" && sha256sum -c --quiet --ignore-missing SHA256SUMS ) || { stamp "a part is damaged"; exit 1; }
@@ -102,6 +109,7 @@ case "${1:-}" in
       --source "$W/data/gsm8k/train.jsonl" --eval-size 50 --config "$W/qc.yaml" > "$W/prep.log" 2>&1 \
       || { stamp "prep failed"; tail -5 "$W/prep.log"; exit 1; }
     stamp "prep done: $(tail -1 "$W/prep.log")"
+    while [ -n "${WAIT_OVERHEAD:-}" ] && [ ! -e "$W/overhead.done" ]; do sleep 2; done  # its timings alone
     grpo sft --run "$W/runs/sft" --config "$W/qc.yaml" --backend hf > "$W/sft.log" 2>&1 \
       || { stamp "sft failed"; tail -5 "$W/sft.log"; exit 1; }
     stamp "$(grep -E '^sft done' "$W/sft.log")"
@@ -130,18 +138,26 @@ case "${1:-}" in
       --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1; stamp "evalX exit $?"
     wait "$a"; stamp "evalA exit $?"; touch "$W/eval.done"
     ;;
+  chain)
+    bash "$0" prep "${2:?parts dir}" && bash "$0" train && bash "$0" eval; stamp "chain exit $?"; touch "$W/chain.done"
+    ;;
+  wait)  # FILE [SECONDS]: until $W/FILE exists (at most SECONDS), then the status
+    for _ in $(seq $(( ${3:-540} / 10 ))); do [ -e "$W/${2:?file}" ] && break; sleep 10; done
+    bash "$0" status
+    ;;
   status)
-    for f in phases.log prep.log sft.log A.log B.log C.log F.log evalA.log evalX.log; do
+    for f in phases.log overhead.log prep.log sft.log A.log B.log C.log F.log evalA.log evalX.log; do
       [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
     done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     ;;
   collect)
     out=${2:?out dir}; mkdir -p "$out"
     for r in A B C; do cp "$W/runs/$r/logs/metrics.jsonl" "$out/${r}_metrics.jsonl" 2>/dev/null; done
-    cp "$W/is_floor.json" "$W/eval_checkpoints.json" "$out/" 2>/dev/null
+    cp "$W/is_floor.json" "$W/eval_checkpoints.json" "$W/eval_checkpoints.samples.jsonl.gz" "$out/" 2>/dev/null
     cp "$W/runs/A/eval/report.json" "$out/evalA_report.json" 2>/dev/null
     tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log F.log evalA.log \
-      evalX.log phases.log runs/A/manifest.json runs/A/eval/samples.jsonl runs/A/logs/train.png 2>/dev/null
+      evalX.log phases.log overhead.log overhead runs/A/manifest.json runs/A/eval/samples.jsonl \
+      runs/A/logs/train.png runs/B/logs/train.png runs/C/logs/train.png runs/sft/logs/metrics.jsonl 2>/dev/null
     ls -la "$out"
     ;;
   *) sed -n 2,20p "$0"; exit 2 ;;
