@@ -132,8 +132,12 @@ case "${1:-}" in
     ;;
   eval)
     stamp eval
-    grpo eval --run "$W/runs/A" --source "$W/data/gsm8k/test.jsonl" --models base,sft,grpo --engine vllm \
-      --max-new-tokens 384 > "$W/evalA.log" 2>&1 & a=$!
+    ( grpo eval --run "$W/runs/A" --source "$W/data/gsm8k/test.jsonl" --models base,sft,grpo --engine vllm \
+        --max-new-tokens 384 > "$W/evalA.log" 2>&1 \
+      || { stamp "evalA failed: again without the base rows"; grpo eval --run "$W/runs/A" \
+           --source "$W/data/gsm8k/test.jsonl" --models sft,grpo --engine vllm --max-new-tokens 384 \
+           >> "$W/evalA.log" 2>&1; } ) & a=$!
+    sleep 60  # one engine at a time through vLLM's memory profiling
     python3 bench/eval_checkpoints.py --a "$W/runs/A" --b "$W/runs/B" --gsm8k "$W/data/gsm8k/test.jsonl" \
       --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1; stamp "evalX exit $?"
     wait "$a"; stamp "evalA exit $?"; touch "$W/eval.done"
