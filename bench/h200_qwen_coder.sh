@@ -66,7 +66,9 @@ YAML
   sed "s/max_steps: 1000/max_steps: $C_STEPS/" "$W/qc.yaml" > "$W/unsloth.yaml"
 }
 
-until_deadline() {  # NAME SECONDS CMD...: run CMD, SIGINT at the deadline (the product saves on SIGINT)
+until_deadline() {  # NAME SECONDS CMD...: run CMD, SIGINT at the deadline (the product saves on SIGINT).
+  # CMD must be a program, not a shell function: the signal goes to the pid it starts (a function would
+  # run in a subshell, which takes the SIGINT while python trains on; seen on the H200, 2026-12-01).
   local name=$1 secs=$2; shift 2
   "$@" > "$W/$name.log" 2>&1 & local pid=$!
   local end=$(( $(date +%s) + secs ))
@@ -119,11 +121,11 @@ case "${1:-}" in
     config
     for r in A B C; do rm -rf "$W/runs/$r"; cp -r "$W/runs/sft" "$W/runs/$r"; done
     stamp "A start"
-    until_deadline A "$GRPO_SECONDS" grpo grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on &
+    until_deadline A "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on &
     started A; stamp "B start"
-    until_deadline B "$GRPO_SECONDS" grpo grpo --run "$W/runs/B" --config "$W/before.yaml" --backend hf --vllm on &
+    until_deadline B "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/B" --config "$W/before.yaml" --backend hf --vllm on &
     started B; stamp "C start"
-    until_deadline C "$GRPO_SECONDS" grpo grpo --run "$W/runs/C" --config "$W/unsloth.yaml" --backend unsloth --vllm on &
+    until_deadline C "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/C" --config "$W/unsloth.yaml" --backend unsloth --vllm on &
     started C; stamp "F start"
     python3 bench/is_floor.py --model "$(model_path "$W/runs/sft")" \
       --adapter "$W/runs/sft/sft/adapter" --data "$W/data/gsm8k/test.jsonl" --fp32-head --out "$W/is_floor.json" \

