@@ -443,6 +443,25 @@ pub struct Batch000 {
 }
 
 impl Batch000 {
+    /// No rows yet (answer columns too, when `with_answers`): see [`Self::extend`].
+    pub fn empty(with_answers: bool) -> Self {
+        Self::from_rows(&[], with_answers)
+    }
+
+    /// Appends the rows of `next`, the next texts of the same batch.
+    pub fn extend(&mut self, next: Self) {
+        self.exactly.extend(next.exactly);
+        self.approximately.extend(next.approximately);
+        for (col, next) in [
+            (&mut self.accuracy, next.accuracy),
+            (&mut self.numeric, next.numeric),
+        ] {
+            if let (Some(col), Some(next)) = (col, next) {
+                col.extend(next);
+            }
+        }
+    }
+
     fn from_rows(rows: &[[f64; 4]], with_answers: bool) -> Self {
         Self::from_row_chunks(&[rows], with_answers)
     }
@@ -570,6 +589,28 @@ mod tests {
         };
         let got = s.batch000_overlapped(3000, None::<&[&str]>, fail, |wait| wait());
         assert_eq!(got, Err(2000)); // chunks of 8: the one starting at 2000
+    }
+
+    #[test]
+    fn a_batch_scored_in_chunks_equals_the_whole() {
+        let s = s000();
+        let texts: Vec<String> = (0..3000)
+            .map(|i| format!("x{i}<end_working_out><SOLUTION>{}</SOLUTION>", i % 7))
+            .collect();
+        let answers: Vec<String> = (0..3000).map(|i| (i % 5).to_string()).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let golds: Vec<&str> = answers.iter().map(String::as_str).collect();
+        for with_answers in [false, true] {
+            let ans = with_answers.then_some(golds.as_slice());
+            let mut chunked = Batch000::empty(with_answers);
+            for start in (0..refs.len()).step_by(128) {
+                let end = refs.len().min(start + 128);
+                let a = ans.map(|a| &a[start..end]);
+                chunked.extend(s.batch000(&refs[start..end], a).unwrap());
+            }
+            assert_eq!(chunked, s.batch000(&refs, ans).unwrap());
+        }
+        assert_eq!(Batch000::empty(true), s.batch000(&[], Some(&[])).unwrap());
     }
 
     #[test]
