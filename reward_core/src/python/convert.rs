@@ -127,8 +127,8 @@ pub(crate) fn walk<'py>(
     let mut slots: [*mut PyObject; BLOCK] = [null_mut(); BLOCK];
     let mut is_dict = [false; BLOCK];
     let mut start = range.start;
-    // SAFETY: the GIL is held, so no other thread changes the lists meanwhile; `list` and `key`
-    // are alive. Stages 1-2 run no Python code, so the borrowed items
+    // SAFETY: the GIL is held, so no other thread changes the lists meanwhile (the module declares
+    // `gil_used`); `list` and `key` are alive. Stages 1-2 run no Python code, so the borrowed items
     // (the list holds them) stay alive until each message dict is held (a new reference) and, with
     // `take`, each `str` item is taken. Stage 3's lookups can run a key's `__eq__` (any code):
     // from then on the items are not touched; a content is taken (a new reference) right after its
