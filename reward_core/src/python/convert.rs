@@ -300,7 +300,7 @@ impl TextReader {
     /// `str`'s data): a non-ASCII `str` is copied out as UCS-4 (`PyUnicode_AsUCS4`, a widening
     /// copy) and encoded to UTF-8 here. Safe PyO3 reads it through `PyUnicode_AsUTF8AndSize`, which
     /// runs CPython's per-character UTF-8 encoder and keeps a copy in the object: a first call on
-    /// 65,536 rollouts (4,085 non-ASCII, 19 M of 291 M chars) then took 1.13x the CPU, 1.08x on the
+    /// 65,536 rollouts (4,085 non-ASCII, 19 M of 291 M chars) then took 1.10x the CPU, 1.08x on the
     /// clean mix (1 thread; bench/rewards.md, "Thin binding"). `isascii` is a safe method call:
     /// a C call would save ~1.2 ms per 65,536 strings.
     #[allow(unsafe_code, clippy::cast_possible_wrap)] // a str's length <= isize::MAX
