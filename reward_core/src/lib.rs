@@ -388,43 +388,6 @@ impl Scorer {
         Ok(Batch000::from_rows(&rows, answers.is_some()))
     }
 
-    /// [`Self::batch000`] on a batch of `n` texts that the caller reads in chunks, for texts that
-    /// can only be read under a lock the calling thread holds (a binding's interpreter lock):
-    /// `read(range)` runs on the calling thread, in order, while the pool scores the chunks already
-    /// read; then `release(wait)` must call `wait` (with the lock released), which returns once
-    /// every chunk is scored (see [`parallel::overlapped`]). The first `read` error stops the
-    /// reading and is returned. `answers`, when given, has `n` items.
-    pub fn batch000_overlapped<S, A, E>(
-        &self,
-        n: usize,
-        answers: Option<&[A]>,
-        mut read: impl FnMut(std::ops::Range<usize>) -> Result<Vec<S>, E>,
-        release: impl Fn(&(dyn Fn() + Sync)),
-    ) -> Result<Batch000, E>
-    where
-        S: AsRef<str> + Send + Sync,
-        A: AsRef<str> + Sync,
-    {
-        assert!(
-            answers.map_or(true, |a| a.len() == n),
-            "one answer per text"
-        );
-        // Items per chunk: ~0.5 MB of typical rollouts; small batches in a few chunks.
-        let ch = (n / 512).clamp(8, 128);
-        let rows = parallel::overlapped(
-            n.div_ceil(ch),
-            |k| read(k * ch..((k + 1) * ch).min(n)).map(|texts| (k * ch, texts)),
-            |(start, texts): &(usize, Vec<S>)| {
-                let answer = |j: usize| answers.map(|a| a[start + j].as_ref());
-                (texts.iter().enumerate())
-                    .map(|(j, t)| self.score000(t.as_ref(), answer(j)))
-                    .collect::<Vec<_>>()
-            },
-            release,
-        )?;
-        Ok(Batch000::from_row_chunks(&rows, answers.is_some()))
-    }
-
     /// One seed-001 column over a batch.
     pub fn batch001(&self, texts: &[&str], f: fn(&Self, &str) -> f64) -> Vec<f64> {
         let total: usize = texts.iter().map(|t| t.len()).sum();
@@ -443,20 +406,27 @@ pub struct Batch000 {
 }
 
 impl Batch000 {
-    fn from_rows(rows: &[[f64; 4]], with_answers: bool) -> Self {
-        Self::from_row_chunks(&[rows], with_answers)
+    /// No rows yet (answer columns too, when `with_answers`): see [`Self::extend`].
+    pub fn empty(with_answers: bool) -> Self {
+        Self::from_rows(&[], with_answers)
     }
 
-    /// The columns of rows given in consecutive chunks (rows of [`Scorer::score000`]).
-    pub fn from_row_chunks<C: AsRef<[[f64; 4]]>>(chunks: &[C], with_answers: bool) -> Self {
-        let n = chunks.iter().map(|c| c.as_ref().len()).sum();
-        let col = |j: usize| {
-            let mut v = Vec::with_capacity(n);
-            for c in chunks {
-                v.extend(c.as_ref().iter().map(|r| r[j]));
+    /// Appends the rows of `next`, the next texts of the same batch.
+    pub fn extend(&mut self, next: Self) {
+        self.exactly.extend(next.exactly);
+        self.approximately.extend(next.approximately);
+        for (col, next) in [
+            (&mut self.accuracy, next.accuracy),
+            (&mut self.numeric, next.numeric),
+        ] {
+            if let (Some(col), Some(next)) = (col, next) {
+                col.extend(next);
             }
-            v
-        };
+        }
+    }
+
+    fn from_rows(rows: &[[f64; 4]], with_answers: bool) -> Self {
+        let col = |j: usize| rows.iter().map(|r| r[j]).collect::<Vec<_>>();
         Self {
             exactly: col(0),
             approximately: col(1),
@@ -546,7 +516,7 @@ mod tests {
     }
 
     #[test]
-    fn overlapped_batch_equals_batch000() {
+    fn a_batch_scored_in_chunks_equals_the_whole() {
         let s = s000();
         let texts: Vec<String> = (0..3000)
             .map(|i| format!("x{i}<end_working_out><SOLUTION>{}</SOLUTION>", i % 7))
@@ -556,20 +526,15 @@ mod tests {
         let golds: Vec<&str> = answers.iter().map(String::as_str).collect();
         for with_answers in [false, true] {
             let ans = with_answers.then_some(golds.as_slice());
-            let want = s.batch000(&refs, ans).unwrap();
-            let read = |r: std::ops::Range<usize>| Ok::<_, ()>(refs[r].to_vec());
-            let got = s.batch000_overlapped(refs.len(), ans, read, |wait| wait());
-            assert_eq!(got, Ok(want));
-        }
-        let fail = |r: std::ops::Range<usize>| {
-            if r.contains(&2000) {
-                Err(r.start)
-            } else {
-                Ok(vec![""; r.len()])
+            let mut chunked = Batch000::empty(with_answers);
+            for start in (0..refs.len()).step_by(128) {
+                let end = refs.len().min(start + 128);
+                let a = ans.map(|a| &a[start..end]);
+                chunked.extend(s.batch000(&refs[start..end], a).unwrap());
             }
-        };
-        let got = s.batch000_overlapped(3000, None::<&[&str]>, fail, |wait| wait());
-        assert_eq!(got, Err(2000)); // chunks of 8: the one starting at 2000
+            assert_eq!(chunked, s.batch000(&refs, ans).unwrap());
+        }
+        assert_eq!(Batch000::empty(true), s.batch000(&[], Some(&[])).unwrap());
     }
 
     #[test]

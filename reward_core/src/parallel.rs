@@ -6,11 +6,8 @@
 //!   [`after_fork_in_child`] from `os.register_at_fork`; if the pool had been built before the fork,
 //!   the child scores serially from then on.
 
-use std::any::Any;
-use std::collections::VecDeque;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use rayon::ThreadPool;
@@ -110,188 +107,10 @@ pub fn debug_panic() {
     });
 }
 
-/// Chunks produced but not yet taken, consumers running, chunks done (see [`overlapped`]).
-struct Queue {
-    pending: VecDeque<usize>,
-    active: usize,
-    done: usize,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `(0..n).map(produce).map(consume)`, with the production overlapped with the consumption.
-///
-/// `produce(k)` runs on the calling thread, in order (it may need a lock only that thread holds,
-/// such as the GIL); each produced chunk becomes one pool job that `consume`s it, so pool threads
-/// never wait for the producer (several callers can share the pool). When production is over the
-/// calling thread runs `release(wait)`: `release` must call `wait` (e.g. with the GIL released),
-/// which consumes what is left and returns once every chunk is done. When parallelism is off or
-/// `n < 2`, each chunk is produced, then consumed inside `release`, in turn.
-///
-/// The first `produce` error stops the production and is returned; a panic in `consume` is
-/// resumed on the calling thread once every job has stopped.
-#[allow(clippy::too_many_lines)] // one protocol, easier to check in one place
-pub fn overlapped<T, R, E>(
-    n: usize,
-    mut produce: impl FnMut(usize) -> Result<T, E>,
-    consume: impl Fn(&T) -> R + Sync,
-    release: impl Fn(&(dyn Fn() + Sync)),
-) -> Result<Vec<R>, E>
-where
-    T: Send + Sync,
-    R: Send + Sync,
-{
-    let pool = if n > 1 && parallel_enabled() {
-        pool()
-    } else {
-        None
-    };
-    let Some(pool) = pool else {
-        // Serial: each chunk is consumed right after it is produced (cache-hot, little memory).
-        let mut out = Vec::with_capacity(n);
-        for k in 0..n {
-            let t = produce(k)?;
-            let r = OnceLock::new();
-            release(&|| {
-                let _ = r.set(consume(&t));
-            });
-            out.push(r.into_inner().expect("`release` calls `wait`"));
-        }
-        return Ok(out);
-    };
-    POOL_USED.store(true, Ordering::Relaxed);
-
-    let slots: Vec<OnceLock<T>> = (0..n).map(|_| OnceLock::new()).collect();
-    let out: Vec<OnceLock<R>> = (0..n).map(|_| OnceLock::new()).collect();
-    // At most `limit` pool threads consume while this thread produces (so the producer, the
-    // critical path, keeps a core). A consumer job is spawned only when fewer than `limit` are
-    // running, and it drains the queue: no job per chunk, no pool thread woken for nothing.
-    let limit = pool.current_num_threads().saturating_sub(1).max(1);
-    let queue = Mutex::new(Queue {
-        pending: VecDeque::with_capacity(n),
-        active: 0,
-        done: 0,
-    });
-    let changed = Condvar::new();
-    let panic: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
-    let run = |k: usize| {
-        let chunk = slots[k].get().expect("set before it was queued");
-        match catch_unwind(AssertUnwindSafe(|| consume(chunk))) {
-            Ok(r) => {
-                let _ = out[k].set(r);
-            }
-            Err(payload) => {
-                lock(&panic).get_or_insert(payload);
-            }
-        }
-        lock(&queue).done += 1;
-        changed.notify_all();
-    };
-    let run = &run;
-    let job = || loop {
-        let next = {
-            let mut q = lock(&queue);
-            let next = q.pending.pop_front();
-            if next.is_none() {
-                q.active -= 1;
-            }
-            next
-        };
-        match next {
-            Some(k) => run(k),
-            None => return,
-        }
-    };
-    let job = &job;
-
-    let produced = pool.in_place_scope(|scope| {
-        let mut produced = 0;
-        let mut result = Ok(());
-        for (k, slot) in slots.iter().enumerate() {
-            match produce(k) {
-                Ok(t) => {
-                    let _ = slot.set(t);
-                    produced += 1;
-                    let spawn = {
-                        let mut q = lock(&queue);
-                        q.pending.push_back(k);
-                        let spawn = q.active < limit;
-                        if spawn {
-                            q.active += 1;
-                        }
-                        spawn
-                    };
-                    if spawn {
-                        scope.spawn(move |_| job());
-                    }
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        release(&|| {
-            loop {
-                let next = lock(&queue).pending.pop_front();
-                match next {
-                    Some(k) => run(k),
-                    None => break,
-                }
-            }
-            let mut q = lock(&queue);
-            while q.done < produced {
-                q = changed
-                    .wait(q)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-        });
-        result
-    });
-    if let Some(payload) = lock(&panic).take() {
-        resume_unwind(payload);
-    }
-    produced?;
-    Ok(out
-        .into_iter()
-        .map(|o| o.into_inner().expect("every chunk consumed"))
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(n: usize, fail_at: Option<usize>) -> Result<Vec<usize>, usize> {
-        overlapped(
-            n,
-            |k| {
-                if Some(k) == fail_at {
-                    Err(k)
-                } else {
-                    Ok(k * 10)
-                }
-            },
-            |&t| t + 1,
-            |wait| wait(),
-        )
-    }
-
-    #[test]
-    fn overlapped_keeps_order() {
-        for n in [0, 1, 2, 7, 300] {
-            let want: Vec<usize> = (0..n).map(|k| k * 10 + 1).collect();
-            assert_eq!(run(n, None), Ok(want));
-        }
-    }
-
-    #[test]
-    fn overlapped_stops_at_the_first_produce_error() {
-        assert_eq!(run(300, Some(123)), Err(123));
-        assert_eq!(run(1, Some(0)), Err(0));
-    }
+    use std::panic::catch_unwind;
 
     #[test]
     fn a_pool_panic_reaches_the_caller() {
@@ -301,18 +120,5 @@ mod tests {
         let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
         assert_eq!(msg, "debug panic at item 12345");
         assert_eq!(map_indices(3, PARALLEL_MIN_BYTES, |i| i * 2), [0, 2, 4]);
-    }
-
-    #[test]
-    fn overlapped_resumes_a_consume_panic() {
-        let r = catch_unwind(|| {
-            overlapped(
-                64,
-                Ok::<usize, ()>,
-                |&k| assert!(k != 40, "boom at {k}"),
-                |wait| wait(),
-            )
-        });
-        assert!(r.is_err());
     }
 }

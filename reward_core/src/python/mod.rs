@@ -1,8 +1,14 @@
-//! The PyO3 binding `py_rewards._core`: conversion and the call, in safe PyO3.
+//! The PyO3 binding `py_rewards._core`: conversion and the call.
 //!
-//! Arguments are checked and borrowed (`convert`), then the pure core scores the batch with the
-//! GIL released, on its switchable pool (`crate::parallel`). A Rust panic, in a pool thread too,
+//! Arguments are checked and read (`convert`), then the pure core scores the batch with the GIL
+//! released, on its switchable pool (`crate::parallel`). A Rust panic, in a pool thread too,
 //! becomes `RewardCorePanic`. `scorer` holds the `Scorer` class and its batch cache.
+//!
+//! Free-threading: `gil_used = true`. The walks over a batch's lists read items borrowed
+//! (`convert::walk`, `convert::same_items`), sound only while the GIL keeps other threads from
+//! changing the lists, so a free-threaded CPython re-enables the GIL on import (and warns). Little
+//! is lost: the scoring runs without the GIL already, and the build is for the stable ABI (abi3),
+//! which free-threaded CPython does not offer.
 
 mod convert;
 mod scorer;
@@ -147,7 +153,7 @@ fn _debug_panic(py: Python<'_>) -> PyResult<()> {
     detach_guarded(py, parallel::debug_panic)
 }
 
-#[pymodule]
+#[pymodule(gil_used = true)]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

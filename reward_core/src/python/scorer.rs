@@ -3,35 +3,25 @@
 //! TRL calls each reward function separately with the same completions, so the first call scores
 //! all four seed-000 columns and keeps them, keyed on the identity of the content and answer `str`
 //! objects (holding strong references, so an id cannot be reused); the next calls compare objects
-//! by address.
-//!
-//! A first call on an exact list of TRL's shapes reads the texts chunk by chunk under the GIL
-//! (`walk_borrowed`, `TextReader`) while the pool scores the chunks already read with the GIL
-//! released (`Scorer::batch000_overlapped`). Any other shape, a bad item or a lone surrogate takes
-//! the generic path, which scores it or raises.
+//! by address. Any shape but TRL's, a bad item or a lone surrogate takes the generic path.
 
-use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use super::convert::{
-    answers, as_strs, content_at, content_str, contents, contents_staged, float_list,
-    same_contents_borrowed, same_items_borrowed, scores_from, walk_borrowed, Content, Take, Text,
-    TextReader,
+    answers, as_strs, contents, float_list, same_items, scores_from, walk, Content, TextReader,
 };
-use super::{detach_guarded, panic_err};
-use crate::{Batch000, Scorer, Tags, SEED000_NAMES};
+use super::detach_guarded;
+use crate::{parallel, Batch000, Scorer, Tags, SEED000_NAMES};
 
 /// The last seed-000 batch: the strong references keep the compared ids from being reused.
 struct Cache000 {
-    contents: Vec<Py<PyString>>,
+    contents: Vec<Py<PyAny>>,
     answers: Option<Vec<Py<PyString>>>,
     batch: Batch000,
 }
@@ -47,87 +37,38 @@ pub(crate) struct PyScorer {
     misses: AtomicU64,
 }
 
-/// Whether `batch` holds, in order, exactly the `cached` objects, `pick` giving the object of an
-/// item (pointer compares; anything malformed simply does not match, the full path reports it).
-fn same_objects<'py>(
-    batch: &Bound<'py, PyAny>,
-    cached: &[Py<PyString>],
-    pick: impl Fn(usize, Bound<'py, PyAny>) -> Option<Bound<'py, PyString>>,
-) -> bool {
-    if batch.is_instance_of::<PyString>() || batch.len().ok() != Some(cached.len()) {
-        return false;
-    }
-    let Ok(iter) = batch.try_iter() else {
-        return false;
-    };
-    let mut n = 0;
-    for (i, item) in iter.enumerate() {
-        let want = cached.get(i).map(Py::as_ptr);
-        if want.is_none() || item.ok().and_then(|it| pick(i, it)).map(|s| s.as_ptr()) != want {
-            return false;
-        }
-        n += 1;
-    }
-    n == cached.len()
+/// Whether `objs` are, in order, exactly the `cached` objects.
+fn same<T>(objs: &[Bound<'_, PyString>], cached: &[Py<T>]) -> bool {
+    objs.iter()
+        .map(Bound::as_ptr)
+        .eq(cached.iter().map(Py::as_ptr))
 }
 
-/// [`same_objects`] for the contents of completions; an exact list through the staged walks.
-fn same_contents(completions: &Bound<'_, PyAny>, cached: &[Py<PyString>]) -> bool {
+/// Whether the contents of `completions` are, in order, exactly the `cached` objects, for an exact
+/// list of TRL's shapes (by address, [`walk`]); None for anything else.
+fn same_contents(completions: &Bound<'_, PyAny>, cached: &[Py<PyAny>]) -> Option<bool> {
+    let list = completions.cast_exact::<PyList>().ok()?;
+    let mut want = cached.iter().map(|w| w.as_ptr() as usize);
+    let f = |c| matches!(c, Content::Address(a) if want.next() == Some(a));
     let key = intern!(completions.py(), "content");
-    let Ok(list) = completions.cast_exact::<PyList>() else {
-        return same_objects(completions, cached, |i, it| content_at(i, it, key).ok());
-    };
-    if let Some(same) = same_contents_borrowed(list, cached, key) {
-        return same;
-    }
-    let typed = |m: &Bound<'_, PyDict>| content_str(m, key).map(|c| c.as_ptr() as usize);
-    list.len() == cached.len()
-        && contents_staged(
-            list,
-            0..cached.len(),
-            key,
-            typed,
-            |s| s.as_ptr() as usize,
-            |i, c| c == Some(cached[i].as_ptr() as usize),
-        )
+    let same = list.len() == cached.len() && walk(list, key, false, 0..usize::MAX, f)?;
+    Some(same && want.next().is_none())
 }
+
+/// Items a serial first call reads and scores at a time, so that they are scored while in cache:
+/// reading all 65,536 rollouts first took 3-9 % more CPU (bench/rewards.md, "Thin binding").
+const SERIAL_CHUNK: usize = 128;
 
 impl PyScorer {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Cache000>>> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The cached batch if `completions` (and, when needed, `answer`) are the very objects it was
-    /// computed from. The entry is taken out of the lock first (an `Arc`, holding its references),
-    /// so no Python code runs under the lock.
-    fn lookup(
-        &self,
-        completions: &Bound<'_, PyAny>,
-        answer: Option<&Bound<'_, PyAny>>,
-        need_answers: bool,
-    ) -> Option<Arc<Cache000>> {
-        let entry = self.lock().clone()?;
-        if !same_contents(completions, &entry.contents) {
-            return None;
-        }
-        if need_answers {
-            let (Some(a), Some(was)) = (answer, &entry.answers) else {
-                return None;
-            };
-            let same = match a.cast_exact::<PyList>() {
-                Ok(list) => same_items_borrowed(list, was),
-                Err(_) => same_objects(a, was, |_, it| it.cast_into::<PyString>().ok()),
-            };
-            if !same {
-                return None;
-            }
-        }
-        Some(entry)
-    }
-
     /// All four seed-000 columns of a batch (the answer columns only with answers), from the
-    /// cache when the batch is the cached one. The format columns do not depend on the answers:
-    /// with `need_answers == false` any batch of the same strings serves them.
+    /// cache when the batch holds the very objects it was computed from. The format columns do not
+    /// depend on the answers: with `need_answers == false` any batch of the same strings serves
+    /// them. The entry is taken out of the lock first (an `Arc`, holding its references), so no
+    /// Python code runs under the lock.
     fn batch000(
         &self,
         py: Python<'_>,
@@ -135,92 +76,100 @@ impl PyScorer {
         answer: Option<&Bound<'_, PyAny>>,
         need_answers: bool,
     ) -> PyResult<Arc<Cache000>> {
-        if let Some(hit) = self.lookup(completions, answer, need_answers) {
-            self.hits.fetch_add(1, Relaxed);
-            return Ok(hit);
+        let answer = answer.filter(|a| !a.is_none());
+        // What the check read through safe PyO3, kept for a miss (an iterator is read only once).
+        let (mut objs, mut golds) = (None, None);
+        let entry = self.lock().clone();
+        if let Some(entry) = entry {
+            let same_contents = match same_contents(completions, &entry.contents) {
+                Some(same) => same,
+                None => same(objs.insert(contents(completions)?), &entry.contents),
+            };
+            let hit = same_contents
+                && (!need_answers
+                    || match (answer, &entry.answers) {
+                        (Some(a), Some(was)) => match a.cast_exact::<PyList>() {
+                            Ok(list) => same_items(list, was),
+                            Err(_) => same(golds.insert(answers(a, was.len())?), was),
+                        },
+                        _ => false,
+                    });
+            if hit {
+                self.hits.fetch_add(1, Relaxed);
+                return Ok(entry);
+            }
         }
         self.misses.fetch_add(1, Relaxed);
-        let fresh = match self.fresh_overlapped(py, completions, answer)? {
-            Some(entry) => Arc::new(entry),
-            None => Arc::new(self.fresh_generic(py, completions, answer)?),
+        let fast = match completions.cast_exact::<PyList>() {
+            Ok(list) if objs.is_none() => self.first_call(py, list, answer)?,
+            _ => None,
         };
+        let fresh = Arc::new(if let Some(fresh) = fast {
+            fresh
+        } else {
+            let objs = objs.map_or_else(|| contents(completions), Ok)?;
+            if let (None, Some(a)) = (&golds, answer) {
+                golds = Some(answers(a, objs.len())?);
+            }
+            let (texts, strs) = (as_strs(&objs)?, golds.as_deref().map(as_strs).transpose()?);
+            let inner = &*self.inner;
+            let batch = detach_guarded(py, || inner.batch000(&texts, strs.as_deref()))??;
+            let objs = objs.into_iter().map(|s| s.into_any().unbind()).collect();
+            Cache000 {
+                contents: objs,
+                answers: golds.map(|a| a.into_iter().map(Bound::unbind).collect()),
+                batch,
+            }
+        });
         let old = self.lock().replace(Arc::clone(&fresh));
         drop(old); // decref the previous batch's strings outside the lock
         Ok(fresh)
     }
 
-    /// A first call on an exact list (answers, if any, an exact list of `str` of the same length):
-    /// the texts are read in chunks under the GIL while the pool scores the chunks already read.
-    /// `Ok(None)` at the first item that is not a plain completion: the generic path then scores
-    /// the batch or raises the right error.
-    fn fresh_overlapped<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Bound<'py, PyAny>,
-        answer: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Option<Cache000>> {
-        let Ok(list) = completions.cast_exact::<PyList>() else {
-            return Ok(None);
-        };
-        let n = list.len();
-        let answers = match answer.filter(|a| !a.is_none()) {
-            None => None,
-            Some(a) => match a.cast_exact::<PyList>().ok().and_then(|a| texts_of(a, n)) {
-                Some(t) => Some(t),
-                None => return Ok(None),
-            },
-        };
-        let key = intern!(py, "content");
-        let mut objs = Vec::with_capacity(n);
-        let mut reader = TextReader::new(py)?;
-        // `objs` keeps the content objects for the cache (an ASCII text also holds its own).
-        let read = |range: Range<usize>| -> Result<Vec<Text>, ()> {
-            let mut texts = Vec::with_capacity(range.len());
-            let all = walk_borrowed(list, range, key, Take::Reference, |_, c| {
-                let Content::Str(c) = c else { return false };
-                objs.push(c.clone().unbind());
-                reader.read(c).map(|t| texts.push(t)).is_some()
-            });
-            (all == Some(true)).then_some(texts).ok_or(())
-        };
-        let ans = answers.as_ref().map(|(_, t)| t.as_slice());
-        let inner = &*self.inner;
-        let batch = catch_unwind(AssertUnwindSafe(|| {
-            inner.batch000_overlapped(n, ans, read, |wait| py.detach(wait))
-        }));
-        match batch {
-            Err(payload) => Err(panic_err(&*payload)),
-            Ok(Err(())) => Ok(None),
-            Ok(Ok(batch)) => Ok(Some(Cache000 {
-                contents: objs,
-                answers: answers.map(|(objs, _)| objs),
-                batch,
-            })),
-        }
-    }
-
-    /// A first call on any iterable (and the error messages of a bad batch).
-    fn fresh_generic(
+    /// A first call on an exact list of TRL's shapes (and as many answers, if any): each text is
+    /// read while the walk holds its object, then scored with the GIL released, in chunks when
+    /// serial. None for anything else: the generic path then scores the batch or raises.
+    fn first_call(
         &self,
         py: Python<'_>,
-        completions: &Bound<'_, PyAny>,
+        list: &Bound<'_, PyList>,
         answer: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Cache000> {
-        let contents = contents(completions)?;
-        let answers = match answer.filter(|a| !a.is_none()) {
-            Some(a) => Some(answers(a, contents.len())?),
-            None => None,
+    ) -> PyResult<Option<Cache000>> {
+        let n = list.len();
+        let Ok(golds) = answer.map(|a| answers(a, n)).transpose() else {
+            return Ok(None);
         };
-        let texts = as_strs(&contents)?;
-        let ans = answers.as_deref().map(as_strs).transpose()?;
-        let inner = &self.inner;
-        let batch = detach_guarded(py, || inner.batch000(&texts, ans.as_deref()))??;
-        drop((texts, ans));
-        Ok(Cache000 {
-            contents: contents.into_iter().map(Bound::unbind).collect(),
-            answers: answers.map(|a| a.into_iter().map(Bound::unbind).collect()),
+        let Ok(strs) = golds.as_deref().map(as_strs).transpose() else {
+            return Ok(None);
+        };
+        let serial = !parallel::parallel_enabled();
+        let ch = if serial { SERIAL_CHUNK } else { n.max(1) };
+        let (mut objs, mut batch) = (Vec::with_capacity(n), Batch000::empty(golds.is_some()));
+        let (mut reader, key) = (TextReader::default(), intern!(py, "content"));
+        for start in (0..n).step_by(ch) {
+            let mut texts = Vec::with_capacity(ch);
+            let all = walk(list, key, true, start..n.min(start + ch), |c| {
+                let Content::Str(s) = c else { return false };
+                reader.read(s).map(|t| texts.push(t)).is_ok()
+            });
+            if all != Some(true) {
+                return Ok(None);
+            }
+            let strs = strs.as_deref().map(|a| &a[start..start + texts.len()]);
+            let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+            let inner = &*self.inner;
+            batch.extend(detach_guarded(py, || inner.batch000(&refs, strs))??);
+            objs.extend(texts.into_iter().map(|t| t.into_object(py)));
+        }
+        if objs.len() != n || list.len() != n {
+            return Ok(None); // a lookup's code changed the list: the generic path reads it again
+        }
+        let answers = golds.map(|a| a.into_iter().map(Bound::unbind).collect());
+        Ok(Some(Cache000 {
+            contents: objs,
+            answers,
             batch,
-        })
+        }))
     }
 
     fn column001(
@@ -231,24 +180,9 @@ impl PyScorer {
     ) -> PyResult<Vec<f64>> {
         let contents = contents(completions)?;
         let texts = as_strs(&contents)?;
-        let inner = &self.inner;
+        let inner = &*self.inner;
         detach_guarded(py, || inner.batch001(&texts, f))
     }
-}
-
-/// The `n` items of an exact list of `str`s (the objects and their UTF-8); None for anything else.
-fn texts_of(list: &Bound<'_, PyList>, n: usize) -> Option<(Vec<Py<PyString>>, Vec<PyBackedStr>)> {
-    if list.len() != n {
-        return None;
-    }
-    let mut objs = Vec::with_capacity(n);
-    let mut texts = Vec::with_capacity(n);
-    for item in list {
-        let s = item.cast_into::<PyString>().ok()?;
-        objs.push(s.clone().unbind());
-        texts.push(PyBackedStr::try_from(s).ok()?);
-    }
-    Some((objs, texts))
 }
 
 fn column_index(column: &Bound<'_, PyAny>) -> PyResult<usize> {
