@@ -133,16 +133,21 @@ def build_engines(
     if source not in SOURCES:
         raise GrpoError(f"unknown --source {source!r} (choose {', '.join(SOURCES)})")
 
+    def loading_line(what: str) -> None:  # before the load: on the CPU it takes from seconds to a minute
+        err_console.print(f"[dim]chat: loading {what}…[/]", soft_wrap=True)
+
     def hf_base() -> Engine:
         path = resolve_model(cfg, run)
         return HFEngine(loading.load_hf(path), loading.load_tokenizer(path, spec), spec, f"base {cfg.model}")
 
     if source == "base":
+        loading_line(f"the base model {cfg.model}")
         engine = hf_base()
         return engine, lambda: engine
     if source == "lora":
         stage, path = run.pick_adapter(adapter)
         loading.load_adapter_tensors(path)
+        loading_line(f"{cfg.model} + the {stage} adapter")
         base_path = resolve_model(cfg, run)
         tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec)
         model = loading.attach_adapter(loading.load_hf(base_path), path)
@@ -153,6 +158,7 @@ def build_engines(
         for name, label in ((MERGED_DIRNAME, "merged 16-bit"), ("merged-4bit", "merged 4-bit")):
             path = run.export_dir / name
             if (path / "config.json").exists():
+                loading_line(f"the {label} export")
                 return HFEngine(
                     loading.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
                     loading.load_tokenizer(path, spec),
@@ -163,7 +169,9 @@ def build_engines(
             f"no merged export in {run.export_dir}: run `grpo export --merged 16bit --run {run.path}` first"
         )
     # gguf
-    return GGUFEngine(newest_gguf(run, quant), spec), hf_base
+    gguf = newest_gguf(run, quant)
+    loading_line(f"{gguf.name} (llama.cpp)")
+    return GGUFEngine(gguf, spec), hf_base
 
 
 # ---- display -----------------------------------------------------------------------------------
@@ -245,9 +253,13 @@ def chat(
         shown = {"source": opts.source, "adapter": opts.adapter, "quant": opts.quant, "prompt": prompt,
                  "max_new_tokens": max_new_tokens}  # fmt: skip
         dry_run_exit(rd, config, "chat", shown)
-    engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
+    from cli.run import heartbeat
+
+    with heartbeat.working("chat: loading"):
+        engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
     if prompt is not None:
-        _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
+        with heartbeat.working("chat: answering"):
+            _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
         return
     Repl(engine, base_factory, max_new_tokens).run(rd)
 

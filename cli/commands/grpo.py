@@ -95,10 +95,15 @@ def grpo(
 
 def _train(rd: RunDir, cfg: Config, setup: Any, scale: dict[str, Any]) -> None:
     """The GRPO stage in this process, recorded in the manifest (also when Ctrl-C stopped it)."""
+    from cli.run import heartbeat
+    from cli.run.console import console
     from cli.train.stages import run_grpo
     from cli.train.stopping import interrupted_note
 
-    with rd.stage("grpo", cfg, backend=setup.backend, **scale) as info:
+    with (
+        rd.stage("grpo", cfg, backend=setup.backend, **scale) as info,
+        heartbeat.working("grpo: loading", console=console),
+    ):
         info.update(run_grpo(cfg, rd, setup))
     if info.get("interrupted_at_step") is not None:
         interrupted_note(info, f"continue with `grpo grpo --resume --run {rd.path}`")

@@ -51,9 +51,11 @@ def sft(
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
     rd.hold("grpo sft")
+    from cli.run import heartbeat
+    from cli.run.console import console
     from cli.train.stages import run_sft
 
-    with rd.stage("sft", cfg, backend=chosen) as info:
+    with rd.stage("sft", cfg, backend=chosen) as info, heartbeat.working("sft: loading", console=console):
         info.update(run_sft(cfg, rd, backend=chosen))
     # Saved once SFT has trained: flags of a failed attempt (a --max-seq-length that did not help) are not
     # remembered by the run (issue #15).

@@ -129,7 +129,10 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
         "steps": n,
         "train_seconds": round(train_s, 2),
         "load_seconds": round(load_s, 2),
-        "seconds_per_step": round(train_s / n, 3) if n else None,
+        # As grpo's: the first step apart (it carries warm-up), the others' mean; the stage's wall time is
+        # train_seconds (it also holds the trainer's setup and the final save).
+        "first_step_seconds": round(live.step_times[0], 3) if live.step_times else None,
+        "seconds_per_step": round(live.typical_step(), 3) if live.step_times else None,
         "final_loss": _last(trainer, "loss")
         if _last(trainer, "loss") is not None
         else _last(trainer, "train_loss"),
@@ -140,8 +143,8 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     run.log_metrics({"stage": "sft_summary", "time": round(time.time(), 3), **summary})
     if stopped is None:
         console.print(
-            f"sft done: {_steps(n)} in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
-            f"{summary['final_loss']} → adapter {dest}"
+            f"sft done: {_steps(n)} in {train_s:.1f} s ({summary['seconds_per_step']} s/step, first "
+            f"{summary['first_step_seconds']} s), loss {summary['final_loss']} → adapter {dest}"
         )
     return summary
 
