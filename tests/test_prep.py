@@ -363,7 +363,9 @@ def test_a_set_with_worked_solutions_needs_no_warmup_set(runner, tiny_run):
     result = prep(runner, tiny_run, "gsm8k", "--limit", "40", "--eval-size", "4")
     assert result.exit_code == 0, result.output
     assert not (tiny_run / "data" / "sft.parquet").exists()
-    assert "uses the" in result.output and "worked solutions in train.parquet" in result.output
+    # The train rows' solutions (270 once counted the held-out rows too) and how many sft takes of them.
+    n = int(pd.read_parquet(tiny_run / "data" / "train.parquet")["solution"].notna().sum())
+    assert f"trains on up to {min(59, n)} of the {n} worked solutions in train.parquet" in result.output
 
 
 def test_offline_openr1_suggests_source(runner, tiny_run):
