@@ -94,7 +94,7 @@ def invoke(*args: str):
 def one_error_line(result) -> str:
     """The failed command printed exactly one ``error:`` line and no traceback; returns that line."""
     assert result.exit_code != 0, result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    lines = said(result.output)
     errors = [ln for ln in lines if ln.startswith("error:")]
     assert len(errors) == 1, result.output
     assert "Traceback" not in result.output
@@ -148,7 +148,7 @@ def fails_fast(args: list[str]) -> str:
         output = proc.stdout + proc.stderr
         assert proc.returncode != 0, output
         assert "Traceback" not in output, output
-        lines = [ln for ln in output.splitlines() if ln.strip()]
+        lines = said(output)
         assert len(lines) == 1, output
         loaded = TRAINING_STACK.intersection(json.loads(report.read_text()))
         assert not loaded, f"refused only after importing {sorted(loaded)}: {lines[0]}"
@@ -272,11 +272,17 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # ---- in-process results (CliRunner) ------------------------------------------------------------
+def said(output: str) -> list[str]:
+    """The non-blank lines of ``output`` but the heartbeat's (``  … prep: reading x (0:08)``,
+    cli/run/heartbeat.py), which a loaded machine adds to any command that works for 8 s."""
+    return [ln for ln in output.splitlines() if ln.strip() and not ln.lstrip().startswith("…")]
+
+
 def one_line_error(result) -> str:
     """Assert a failed command printed exactly one clear line and no traceback; return it."""
     assert result.exit_code != 0, result.output
     assert "Traceback" not in result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    lines = said(result.output)
     assert len(lines) == 1, result.output
     return lines[0]
 

