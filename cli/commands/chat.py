@@ -122,6 +122,7 @@ def build_engines(
     config_file: Path | None = None,
 ) -> tuple[Engine, Any]:
     """The tuned engine and a factory for the base engine (for /compare)."""
+    from cli.infer.generation import decode_dtype
     from cli.models import loading
     from cli.models.resolve import resolve_model
     from cli.run import rundir
@@ -138,7 +139,8 @@ def build_engines(
 
     def hf_base() -> Engine:
         path = resolve_model(cfg, run)
-        return HFEngine(loading.load_hf(path), loading.load_tokenizer(path, spec), spec, f"base {cfg.model}")
+        model = loading.load_hf(path, dtype=decode_dtype())
+        return HFEngine(model, loading.load_tokenizer(path, spec), spec, f"base {cfg.model}")
 
     if source == "base":
         loading_line(f"the base model {cfg.model}")
@@ -150,7 +152,7 @@ def build_engines(
         loading_line(f"{cfg.model} + the {stage} adapter")
         base_path = resolve_model(cfg, run)
         tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec)
-        model = loading.attach_adapter(loading.load_hf(base_path), path)
+        model = loading.attach_adapter(loading.load_hf(base_path, dtype=decode_dtype()), path)
         tuned = HFEngine(model, tok, spec, f"{stage} adapter")
         return tuned, lambda: HFEngine(model, tok, spec, f"base {cfg.model}", adapter_off=True)
     if source == "merged":

@@ -233,7 +233,7 @@ class _HFDecoder:
 
     def __init__(self, job: EvalJob, base_path: Any, tokenizer: Any) -> None:
         self.job, self.tokenizer = job, tokenizer
-        self.base = loading.load_hf(base_path)
+        self.base = loading.load_hf(base_path, dtype=generation.decode_dtype())
         self.peft_model: Any = None
 
     def generate(

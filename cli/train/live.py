@@ -205,7 +205,7 @@ class LiveView:
     def smoothed_eta(self, remaining: int) -> float | None:
         """ETA from an exponential average of step times, each new ETA within ½–2× of the last one
         counted down: GRPO steps vary with completion length (a 100-step CPU run's ETA jumped 2h09 →
-        7m → 47m from raw step times, issue #15). After the first step alone a rough one (that step's time
+        7m → 47m from raw step times). After the first step alone a rough one (that step's time
         for each step left): it may carry compilation, so it does not hold the later ones back."""
         if len(self.step_times) == 1:
             return self.step_times[0] * max(remaining, 0)
