@@ -273,8 +273,8 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # ---- in-process results (CliRunner) ------------------------------------------------------------
 def said(output: str) -> list[str]:
-    """The non-blank lines of ``output`` but the heartbeat's (``  … prep: reading x (0:08)``,
-    cli/run/heartbeat.py), which a loaded machine adds to any command that works for 8 s."""
+    """The non-blank lines of ``output`` but the heartbeat's (``  … prep: reading x (0:06)``,
+    cli/run/heartbeat.py), which a loaded machine adds to any command that works for 6 s."""
     return [ln for ln in output.splitlines() if ln.strip() and not ln.lstrip().startswith("…")]
 
 

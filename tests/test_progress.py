@@ -48,7 +48,7 @@ def _said_before_transformers(*args: str) -> list[str]:
     with proc:
         out, _ = proc.communicate()
     assert proc.returncode == 17 and MARK in out, out[-3000:]  # it did get to transformers
-    # The heartbeat's lines ("  … sft: loading (0:08)") are left out: importing torch alone takes that
+    # The heartbeat's lines ("  … sft: loading (0:06)") are left out: importing torch alone takes that
     # long on a loaded machine.
     return [ln for ln in out.split(MARK)[0].splitlines() if ln.strip() and not ln.lstrip().startswith("…")]
 

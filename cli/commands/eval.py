@@ -70,9 +70,12 @@ def eval_(
         )
     for m in skipped:
         err_console.print(f"[yellow]note:[/] no {m} adapter in {rd.path}; skipping it")
-    for stage in checkpoints:
-        if stage != "base":
-            loading.load_adapter_tensors(adapters[stage])  # corrupt file: one line before any model loads
+    from cli.run import heartbeat
+
+    with heartbeat.working("eval: checking the adapters"):  # torch's first import: 20 s at load 8
+        for stage in checkpoints:
+            if stage != "base":
+                loading.load_adapter_tensors(adapters[stage])  # corrupt file: one line before any model loads
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo eval")
     job = EvalJob(
