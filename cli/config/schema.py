@@ -397,8 +397,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 # A small model on a 2-core CPU (`grpo prep gsm8k --model gemma3-270m --preset cpu`). The defaults are
 # sized for a GPU (2048-token context, batch 2 x 4, examples up to 1024 tokens): one Gemma-3-270M SFT step
 # of them took ~175 s on 2 cores. Short worked solutions (whole chat <= 220 tokens) teach a small model to
-# close the tags within its budget: 40 steps of 2 reached 85 % format after SFT on 20 held-out prompts
-# (README; the misses were greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50). The hf
+# close the tags within its budget: 40 steps of 2 reached 65-85 % format after SFT on 20 held-out prompts in
+# three runs (README; the misses greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50). The hf
 # backend is the one measured on the CPU here; 192-token completions cover GSM8K's worked answers (p90
 # ~132 Gemma tokens) and are also `grpo eval`'s default budget. No model: `--model` (or the run's) keeps it.
 PRESETS["cpu"] = {
