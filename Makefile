@@ -1,12 +1,25 @@
 # One entry point for developer tasks; CI (.ci/run) calls `make install test`.
-PY ?= python3
+#
+# Which Python: PY=... wins; else the active venv (or conda env); else ./.venv, which `make install` creates
+# when it is missing (`bash scripts/demo.sh` makes the same one). Never the system Python: `make install test`
+# typed with no venv active once installed ~3 GB into whatever python3 came first on PATH.
+ifndef PY
+  ifneq ($(VIRTUAL_ENV),)
+    PY := $(VIRTUAL_ENV)/bin/python
+  else ifneq ($(CONDA_PREFIX),)
+    PY := $(CONDA_PREFIX)/bin/python
+  else
+    PY := .venv/bin/python
+    VENV := .venv/bin/python
+  endif
+endif
 PIP := $(PY) -m pip
 EXTRAS ?= train,gguf,cosine,dev,tensorboard,swanlab
 
-.PHONY: help install build test test-rust test-py test-fast lint fmt bench bench-math demo clean
+.PHONY: help install has-py build test test-rust test-py test-fast lint fmt bench bench-math demo clean
 
 help:
-	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)]"
+	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)] into $(PY)"
 	@echo "make test     - cargo tests of the reward core, then the whole pytest suite (what CI runs)"
 	@echo "make test-fast - pytest without the slow end-to-end runs (pytest -m 'not slow'): the dev loop"
 	@echo "make lint     - ruff (check + format), mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
@@ -14,10 +27,19 @@ help:
 	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
 	@echo "make demo     - the whole chain on the CPU: prep -> sft -> grpo -> export -> chat"
 
-install:
+install: $(VENV)
+	@echo "make install: into $(PY)"
 	$(PIP) install -e ".[$(EXTRAS)]"
 
-build:
+# --upgrade-deps: the current pip (a fresh venv has the interpreter's own, older one).
+.venv/bin/python:
+	python3 -m venv --upgrade-deps .venv || { echo "make: python3 -m venv failed (Debian: apt-get install python3-venv), or activate a venv first"; exit 2; }
+
+# The targets that run the installed package say how to get it when there is none.
+has-py:
+	@test -x "$(PY)" || command -v "$(PY)" >/dev/null || { echo "make: no $(PY): run 'make install' first (it creates .venv)"; exit 2; }
+
+build: has-py
 	$(PY) -m maturin develop --release
 
 test: test-rust test-py
@@ -29,14 +51,14 @@ test-rust:
 # `debug-hooks` (own target dir) lets tests/test_rewards.py check that a Rust panic is a Python exception.
 DEBUG_CORE_DIR := target/debug-hooks
 
-test-py:
+test-py: has-py
 	cargo build --release -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
 	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/release/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
-test-fast:
+test-fast: has-py
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
 
-lint:
+lint: has-py
 	$(PY) -m ruff check cli py_rewards tests bench tools
 	$(PY) -m ruff format --check cli py_rewards tests bench tools
 	$(PY) -m mypy

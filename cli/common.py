@@ -74,7 +74,8 @@ PresetOpt = Annotated[
     str | None,
     typer.Option(
         "--preset",
-        help="Seed preset: qwen3-4b (seed 000), llama3.2-3b (001), qwen3-8b (003).",
+        help="Seed preset: qwen3-4b (seed 000), llama3.2-3b (001), qwen3-8b (003); or cpu (a small model on "
+        "2 CPU cores, with --model).",
         rich_help_panel=RUN_PANEL,
     ),
 ]

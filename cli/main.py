@@ -94,6 +94,9 @@ app.command("doctor", help=doctor.__doc__)(doctor.doctor)
 
 
 def main() -> None:
+    from cli.run import cpu
+
+    cpu.configure()
     app()
 
 

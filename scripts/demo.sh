@@ -17,6 +17,7 @@ if [[ -z "${SKIP_INSTALL:-}" ]]; then
     # No venv active: make one here (the system Python stays untouched), and use it from now on.
     step "install: no venv active, creating .venv (afterwards: source .venv/bin/activate)"
     python3 -m venv .venv
+    MADE_VENV=1
     # shellcheck disable=SC1091
     source .venv/bin/activate
   fi
@@ -41,3 +42,7 @@ step "grpo chat"
 grpo chat --run "$RUN" --source gguf --prompt "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?" --max-new-tokens 64
 echo
 echo "demo finished: chain $(( $(date +%s) - start )) s, all $(( $(date +%s) - t0 )) s; everything is in $RUN (plots: $RUN/logs/train.png)"
+if [[ -n "${MADE_VENV:-}" ]]; then
+  # The venv is this script's; the shell that ran it does not have it: said last, where it stays in view.
+  echo "grpo is installed in .venv: run 'source .venv/bin/activate' to type the commands yourself (make install test uses it too)"
+fi

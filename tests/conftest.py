@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import budget
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -17,7 +18,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # The per-test limit of a `slow` test (the others: `timeout` in pyproject.toml). The slowest, grpo killed
 # twenty times then resumed, took 197 s on 2 busy cores: 600 s leaves room for a slower CI machine. A test
-# that needs more says so with its own @pytest.mark.timeout.
+# that needs more says so with its own @pytest.mark.timeout. Limits count an idle machine's seconds, plus an
+# allowance per `grpo` process the test starts (tests/budget.py).
 SLOW_TIMEOUT = 600
 
 
@@ -25,6 +27,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
+
+
+def pytest_timeout_set_timer(item: pytest.Item, settings: object) -> bool | None:
+    return budget.set_timer(item, settings)
+
+
+def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
+    return budget.cancel_timer(item)
 
 
 @pytest.fixture

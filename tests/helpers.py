@@ -16,7 +16,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import budget
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -49,18 +51,34 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def grpo_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``grpo ARGS`` in a fresh interpreter (stdout+stderr in ``.stdout``)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        cwd=REPO,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    proc.stdout = proc.stdout + proc.stderr
-    return proc
+# What one `grpo` process of a test may take, in an idle machine's seconds, on top of the test's own limit
+# (tests/budget.py); the slowest tiny-model command takes ~60 s on 2 idle cores.
+PROCESS_ALLOWANCE = 300
+
+
+def start_cli(
+    args: list[str], *, env: dict[str, str] | None = None, allowance: float = PROCESS_ALLOWANCE, **popen: Any
+) -> subprocess.Popen[str]:
+    """``grpo ARGS`` started in a fresh interpreter, counted against the running test's time limit."""
+    cmd = [sys.executable, "-m", "cli", *map(str, args)]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env or cli_env(), text=True, **popen)
+    return budget.started(proc, cmd, allowance)
+
+
+def grpo_cli(
+    *args: str, timeout: float = PROCESS_ALLOWANCE, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``grpo ARGS`` in a fresh interpreter (stdout+stderr in ``.stdout``). ``timeout``: the process's
+    allowance in the test's limit (idle-machine seconds, tests/budget.py), not a wall-clock limit."""
+    proc = start_cli(list(args), env=env, allowance=timeout, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with proc:
+        try:
+            out, err = proc.communicate()
+        except BaseException:  # the test's time limit, Ctrl-C: no `grpo` process is left running
+            proc.kill()
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out + err, err)
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> str:
@@ -76,7 +94,7 @@ def invoke(*args: str):
 def one_error_line(result) -> str:
     """The failed command printed exactly one ``error:`` line and no traceback; returns that line."""
     assert result.exit_code != 0, result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    lines = said(result.output)
     errors = [ln for ln in lines if ln.startswith("error:")]
     assert len(errors) == 1, result.output
     assert "Traceback" not in result.output
@@ -130,7 +148,7 @@ def fails_fast(args: list[str]) -> str:
         output = proc.stdout + proc.stderr
         assert proc.returncode != 0, output
         assert "Traceback" not in output, output
-        lines = [ln for ln in output.splitlines() if ln.strip()]
+        lines = said(output)
         assert len(lines) == 1, output
         loaded = TRAINING_STACK.intersection(json.loads(report.read_text()))
         assert not loaded, f"refused only after importing {sorted(loaded)}: {lines[0]}"
@@ -322,11 +340,17 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # ---- in-process results (CliRunner) ------------------------------------------------------------
+def said(output: str) -> list[str]:
+    """The non-blank lines of ``output`` but the heartbeat's (``  … prep: reading x (0:06)``,
+    cli/run/heartbeat.py), which a loaded machine adds to any command that works for 6 s."""
+    return [ln for ln in output.splitlines() if ln.strip() and not ln.lstrip().startswith("…")]
+
+
 def one_line_error(result) -> str:
     """Assert a failed command printed exactly one clear line and no traceback; return it."""
     assert result.exit_code != 0, result.output
     assert "Traceback" not in result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    lines = said(result.output)
     assert len(lines) == 1, result.output
     return lines[0]
 

@@ -64,6 +64,19 @@ def test_presets_resolve() -> None:
         assert cfg.preset == name and cfg.grpo.max_steps >= 1
 
 
+def test_the_cpu_preset_keeps_the_model_and_lists_only_what_differs() -> None:
+    from cli.config.schema import Config
+
+    cfg = resolve(preset="cpu", overrides={"model": "gemma3-270m"})
+    assert (cfg.model, cfg.backend, cfg.max_seq_length, cfg.preset) == ("gemma3-270m", "hf", 512, "cpu")
+    assert cfg.sft.grad_accum == 1 and cfg.grpo.max_completion_length == 192
+    assert resolve(preset="cpu").model == "tiny"  # no model of its own: --model or the run's
+    defaults = Config().to_dict()
+    for key, value in PRESETS["cpu"].items():
+        for sub, v in value.items() if isinstance(value, dict) else [(None, value)]:
+            assert v != (defaults[key][sub] if sub else defaults[key]), (key, sub)
+
+
 def test_a_bad_config_changes_nothing_in_the_run(tmp_path: Path) -> None:
     """Refused before the run saves its config: the run directory is exactly as it was."""
     run = tmp_path / "run"

@@ -28,6 +28,7 @@ from helpers import (
     cli_env,
     fails_fast,
     fresh_copy,
+    grpo_cli,
     manifest,
     metrics,
     ok,
@@ -39,16 +40,7 @@ from cli.train.distributed import Plan
 
 
 def grpo_cli_env(*args: str, env: dict[str, str], timeout: int = 420) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    proc.stdout = proc.stdout + proc.stderr
-    return proc
+    return grpo_cli(*args, env=env, timeout=timeout)  # timeout: its allowance (tests/budget.py)
 
 
 def _same(a: float | None, b: float | None) -> bool:

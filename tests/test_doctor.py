@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from helpers import SAMPLES
 
@@ -17,6 +19,8 @@ def test_doctor_on_a_tiny_run(runner, tiny_run):
     assert "<start_working_out>" in out  # the rendered generation prompt is shown
     assert "perfect completion scores highest" in out and "all checks passed" in out
     assert not (tiny_run / "config.yaml").exists(), "doctor writes nothing"
+    if importlib.util.find_spec("vllm") is None:  # a missing package reads so (it read "vllm None")
+        assert any("vllm" in ln and "not installed" in ln for ln in out.splitlines()), out
 
 
 def test_doctor_fails_when_a_reward_cannot_run(runner, tiny_run, tmp_path):

@@ -26,3 +26,12 @@ def test_eval_png_shows_zero_values_and_wraps_labels(tmp_path) -> None:
     assert [t.get_text() for t in fig.axes[1].texts] == ["16", "40", "31"]
     # Long labels are wrapped at word boundaries so neighbours do not overlap.
     assert wrap_label(LABELS["sft"]) == "After SFT\n(format\nwarm-up)"
+
+
+def test_axis_ticks_each_read_as_their_own_number() -> None:
+    # train.png's loss axis once read 0.000000020 … 0.000000000, two ticks alike.
+    from cli.run.plots import tick_labels
+
+    assert tick_labels([0.0, 5e-9, 1e-8, 1.5e-8, 2e-8]) == ["0", "5e-09", "1e-08", "1.5e-08", "2e-08"]
+    assert tick_labels([6.9249, 6.92495, 6.925]) == ["6.9249", "6.92495", "6.925"]  # a flat series
+    assert tick_labels([-1.1102230246251565e-17, 0.5, 1.0]) == ["0", "0.5", "1"]

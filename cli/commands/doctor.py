@@ -337,7 +337,7 @@ def _packages_table(imports: bool, checks: list[Check]) -> dict[str, Any]:
                 import_results[label] = res
     for label, dist, mod in PACKAGES:
         ver = package_version(dist, mod)
-        row = [label, str(ver) if ver else "[dim]None[/]"]
+        row = [label, str(ver) if ver else "[dim]not installed[/]"]
         if imports:
             res = import_results.get(label, "")
             row.append("ok" if res == "ok" else f"[red]{res}[/]" if res else "")

@@ -34,6 +34,8 @@ from cli.config.options import typed_options
 from cli.errors import handle_errors
 from cli.run.rundir import RunDir, dry_run_exit, run_config
 
+DEFAULT_MAX_NEW_TOKENS = 512  # without --max-new-tokens or the run's grpo.max_completion_length
+
 
 @handle_errors
 @typed_options(EvalOptions)
@@ -86,7 +88,7 @@ def eval_(
         rows=rows,
         checkpoints=checkpoints,
         adapters=adapters,
-        max_new_tokens=opts.max_new_tokens,
+        max_new_tokens=opts.max_new_tokens or cfg.grpo.max_completion_length or DEFAULT_MAX_NEW_TOKENS,
         batch_size=opts.batch_size,
         engine=choose_engine(opts.engine),
     )

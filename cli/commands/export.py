@@ -58,6 +58,14 @@ def export(
     _check_trained(adapter, opts.allow_zero)
     from cli.models.resolve import resolve_model
 
+    wanted = ["lora"] if lora else []
+    wanted += [f"merged-{merged}"] if merged else []
+    wanted += [f"gguf-{t}" for t in types]
+    console.print(
+        f"export: {', '.join(wanted)} from the {stage} adapter over {cfg.model}, each verified on "
+        f"{opts.verify} held-out prompt(s) × {opts.verify_tokens} tokens",
+        soft_wrap=True,
+    )
     out = Path(opts.out) if opts.out is not None else rd.export_dir
     job = Job(rd=rd, cfg=cfg, spec=cfg.format_spec(), stage=stage, adapter=adapter,
               base_path=str(resolve_model(cfg, rd)), staging=out,
@@ -95,12 +103,14 @@ def _export(job: Job, out: Path, allow_zero: bool) -> None:
     from cli.export.builders import build_all
     from cli.export.report import print_table, write_report
     from cli.export.staging import move_into_place, staging_dir
+    from cli.run import heartbeat
 
     created = not out.exists()
     job.staging = staging_dir(out)
     t0 = time.time()
     try:
-        artifacts = build_all(job)
+        with heartbeat.working("export: loading", console=console):
+            artifacts = build_all(job)
         _zero_tensors(job, artifacts, allow_zero)
         move_into_place(job.staging, out, artifacts)
     except BaseException:

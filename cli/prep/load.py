@@ -25,6 +25,7 @@ schemas could still become two modules (issue #12).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -201,16 +202,34 @@ def _read_csv(path: Path, limit: int | None) -> Loaded:
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the HF hub endpoint accepts a TCP connection (fast: no retries)."""
+    """Whether the HF hub endpoint accepts a TCP connection (fast: no retries; asked once per command,
+    which loads up to three hub datasets and a tokenizer)."""
     url = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     parsed = urlparse(url)
     host = parsed.hostname or "huggingface.co"
     port = parsed.port or (443 if parsed.scheme != "http" else 80)
+    return _connects(host, port, timeout)
+
+
+@functools.lru_cache(maxsize=8)
+def _connects(host: str, port: int, timeout: float) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
+
+
+def in_local_cache(repo: str) -> bool:
+    """Whether the HF caches hold anything of dataset ``repo``: looked up on disk, without importing
+    ``datasets`` (seconds on a loaded machine) only to hear that an offline load cannot work."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = Path(os.environ.get("HF_HOME") or cache / "huggingface")
+    hub = Path(os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or home / "hub")
+    prepared = Path(os.environ.get("HF_DATASETS_CACHE") or home / "datasets")
+    return (hub / f"datasets--{repo.replace('/', '--')}").exists() or (
+        prepared / repo.replace("/", "___")
+    ).exists()
 
 
 def _env_offline() -> bool:
@@ -256,6 +275,8 @@ def load_hub(ds: HubDataset, split: str | None = None, limit: int | None = None)
     reachable, load in offline mode (the local cache only), which fails in about a second.
     """
     split = split or ds.split
+    if (_env_offline() or not hub_reachable()) and not in_local_cache(ds.repo):
+        raise HubUnavailable(f"cannot load {ds.repo} (hub not reachable and not in the local cache)")
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
     try:

@@ -32,6 +32,14 @@ class Built:
     sft_cap: int | None
 
 
+_said_offline: list[str] = []  # the datasets this command replaced by their bundled samples
+
+
+def reset_notes() -> None:
+    """A new command (tests run several in one process) says the hub's absence again."""
+    _said_offline.clear()
+
+
 def load(
     ds: Any, source: str | None, split: str | None, limit: int | None, *, dataset: str, what: str = ""
 ) -> tuple[Any, str, Any]:
@@ -47,11 +55,18 @@ def load(
                 raise GrpoError(f"{exc}; pass --source FILE with a local copy of {dataset}") from None
             loaded = dp.load_bundled(ds, limit)
             label = f" for the {what}" if what else ""
-            err_console.print(
-                f"note: {exc}; using the bundled sample {loaded.source.split(':', 1)[1]}{label} "
-                f"({loaded.rows_read} rows)" + ("" if what else " — pass --source FILE for the full set"),
-                soft_wrap=True,
-            )
+            sample = loaded.source.split(":", 1)[1]
+            if _said_offline:  # the hub's absence is said once; a second set only names its sample
+                err_console.print(
+                    f"note: using the bundled sample {sample}{label} too ({loaded.rows_read} rows)"
+                )
+            else:
+                err_console.print(
+                    f"note: {exc}; using the bundled sample {sample}{label} ({loaded.rows_read} rows)"
+                    + ("" if what else " — pass --source FILE for the full set"),
+                    soft_wrap=True,
+                )
+            _said_offline.append(ds.name)
     schema = dp.detect_schema(loaded.records, loaded.source)
     return loaded, schema, dp.parse_records(loaded.records, schema)
 

@@ -44,6 +44,34 @@ def wrap_label(label: str, width: int = 14) -> str:
     return "\n".join(textwrap.wrap(label, width, break_on_hyphens=False)) or label
 
 
+def tick_labels(values: Sequence[float]) -> list[str]:
+    """The fewest significant digits (2 or more) that tell every tick apart; 0 for a tick that is zero
+    up to rounding (matplotlib places it at 1e-17 and the like)."""
+    span = (max(values) - min(values)) if values else 0.0
+    tiny = span * 1e-9
+    clean = [0.0 if abs(v) <= tiny else v for v in values]
+    labels: list[str] = []
+    for digits in range(2, 16):
+        labels = [f"{v:.{digits}g}" for v in clean]
+        if len(set(labels)) == len(labels):
+            break
+    return labels
+
+
+def distinct_ticks() -> Any:
+    """A matplotlib tick formatter over :func:`tick_labels`."""
+    from matplotlib.ticker import Formatter
+
+    class Distinct(Formatter):  # type: ignore[misc]
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return f"{x:.6g}"
+
+        def format_ticks(self, values: Sequence[float]) -> list[str]:
+            return tick_labels(list(values))
+
+    return Distinct()
+
+
 def current_attempt(rows: Sequence[dict[str, Any]], stage: str = "grpo") -> list[dict[str, Any]]:
     """The step rows of the most recent attempt of ``stage`` (rows from before attempts count as 1)."""
     steps = [r for r in rows if r.get("stage") == stage and "step" in r]
@@ -118,8 +146,9 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
             ax.set_yticks([])
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
-        # Plain numbers on the axis: an offset ("+6.925") lands on the title of a flat series.
-        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+        # Each tick its own number, no offset ("+6.925" landed on the title of a flat series) and no fixed
+        # decimals (a loss of 2e-8 read "0.000000020 … 0.000000000", two ticks alike).
+        ax.yaxis.set_major_formatter(distinct_ticks())
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle(title, fontsize=10)

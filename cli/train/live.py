@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.common import finite as _num
-from cli.run import signals
+from cli.run import heartbeat, signals
 from cli.run.console import console, err_console
 from cli.run.ranks import any_rank
 from cli.run.rundir import RunDir
@@ -157,16 +157,22 @@ class LiveView:
         self.ema: float | None = None  # smoothed seconds per step (the first step left out)
         self.eta: tuple[float, float] | None = None  # (last ETA shown, when)
         self.folded = 0  # step times already in the average
+        self.step_eta: tuple[int, float | None] | None = None  # (step, its ETA)
 
     # -- timing --
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         self.last = self.started = self.window_start = time.perf_counter()
         self.first_step = state.global_step
+        heartbeat.doing(self.step_status(state))
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        heartbeat.doing(f"{self.stage}: saving the adapter")
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
         now = time.perf_counter()
         self.step_times.append(now - self.last)
         self.last = now
+        self.step_done(state, control)
         if self.obs.memory is not None:
             self.obs.memory.step_end()
         # Ctrl-C reaches the ranks at slightly different steps: stop together.
@@ -182,10 +188,36 @@ class LiveView:
         if state.is_world_process_zero:
             follow_umask(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
+    def step_done(self, state: Any, control: Any) -> None:
+        """Every optimizer step says so, from the first: its time and the ETA (a logging step's full line,
+        :meth:`print_row`, follows instead). On the CPU a step of a real model takes seconds to minutes, and
+        the first logged one came ~15 minutes into a run."""
+        step = int(state.global_step)
+        total = self.max_steps or int(getattr(state, "max_steps", 0) or 0)
+        self.step_eta = (step, self.smoothed_eta(total - step) if total else None)
+        heartbeat.doing(self.step_status(state, step + 1))
+        if self.quiet or getattr(control, "should_log", False) or not state.is_world_process_zero:
+            return
+        seconds = self.step_times[-1] if self.step_times else None
+        parts = [f"[bold]{self.stage}[/] {step}/{total or '?'}"]
+        if seconds is not None:
+            parts.append(f"{seconds:.2f} s/step")
+        parts.append(f"ETA {_fmt_s(self.step_eta[1])}")
+        console.print(" │ ".join(parts), soft_wrap=True)
+
+    def step_status(self, state: Any, step: int | None = None) -> str:
+        """What the heartbeat says while a step runs (a CPU step can outlast its silence)."""
+        total = self.max_steps or int(getattr(state, "max_steps", 0) or 0)
+        step = int(state.global_step) + 1 if step is None else step
+        return f"{self.stage}: step {step}/{total or '?'}"
+
     def smoothed_eta(self, remaining: int) -> float | None:
         """ETA from an exponential average of step times, each new ETA within ½–2× of the last one
         counted down: GRPO steps vary with completion length (a 100-step CPU run's ETA jumped 2h09 →
-        7m → 47m from raw step times, issue #15). No ETA from the first step alone (it compiles)."""
+        7m → 47m from raw step times). After the first step alone a rough one (that step's time
+        for each step left): it may carry compilation, so it does not hold the later ones back."""
+        if len(self.step_times) == 1:
+            return self.step_times[0] * max(remaining, 0)
         if len(self.step_times) < 2:
             return None
         for t in self.step_times[max(1, self.folded) :]:
@@ -242,7 +274,10 @@ class LiveView:
             row[key] = v if v is not None else value
         row["step_seconds"] = round(self.step_times[-1], 4) if self.step_times else None
         row["mean_step_seconds"] = round(typical, 4) if typical else None
-        eta = self.smoothed_eta(total - step) if total else None
+        if self.step_eta is not None and self.step_eta[0] == step:  # worked out when the step ended
+            eta = self.step_eta[1]
+        else:
+            eta = self.smoothed_eta(total - step) if total else None
         row["eta_seconds"] = round(eta, 1) if eta is not None else None
         return row
 

@@ -85,27 +85,33 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     stopped = train_until_stopped(trainer, resume=None, interrupt=interrupt, stage="sft")
     train_s = time.perf_counter() - t0
     dest = backends.save_trained_adapter(trainer, model, tokenizer, run.sft_dir / "adapter")
-    n = int(trainer.state.global_step)
-    loss = last_logged(trainer, "loss")
-    summary: dict[str, Any] = {
-        "backend": backend,
-        "attempt": attempt,
-        "steps": n,
-        "train_seconds": round(train_s, 2),
-        "load_seconds": round(load_s, 2),
-        "seconds_per_step": round(train_s / n, 3) if n else None,
-        "final_loss": loss if loss is not None else last_logged(trainer, "train_loss"),
-        "adapter": str(dest),
-        "data": data_info,
+    summary = _sft_summary(trainer, live, backend, attempt, data_info)
+    summary.update(
+        train_seconds=round(train_s, 2), load_seconds=round(load_s, 2), adapter=str(dest),
         **stop_fields(stopped, run.sft_dir / "checkpoints"),
-    }
+    )  # fmt: skip
     run.log_metrics({"stage": "sft_summary", "time": round(time.time(), 3), **summary})
     if stopped is None:
         console.print(
-            f"sft done: {steps_word(n)} in {train_s:.1f} s ({summary['seconds_per_step']} s/step), loss "
-            f"{summary['final_loss']} → adapter {dest}"
+            f"sft done: {steps_word(summary['steps'])} in {train_s:.1f} s ({summary['seconds_per_step']} "
+            f"s/step, first {summary['first_step_seconds']} s), loss {summary['final_loss']} → adapter {dest}"
         )
     return summary
+
+
+def _sft_summary(trainer: Any, live: Any, backend: str, attempt: int, data: dict[str, Any]) -> dict[str, Any]:
+    """What the SFT stage records. As grpo's, the first step apart (it carries warm-up) and the others'
+    mean; the stage's wall time is train_seconds (it also holds the trainer's setup and the final save)."""
+    loss = last_logged(trainer, "loss")
+    return {
+        "backend": backend,
+        "attempt": attempt,
+        "steps": int(trainer.state.global_step),
+        "first_step_seconds": round(live.step_times[0], 3) if live.step_times else None,
+        "seconds_per_step": round(live.typical_step(), 3) if live.step_times else None,
+        "final_loss": loss if loss is not None else last_logged(trainer, "train_loss"),
+        "data": data,
+    }
 
 
 def _sft_args(cfg: Config, run: RunDir, steps: int, packing: bool, backend: str, hw: Any) -> Any:
