@@ -39,7 +39,7 @@ grpo grpo --run "$RUN" --gens 4 --max-steps 4 --max-completion-length 64
 step "grpo export --gguf q4_k_m"
 grpo export --run "$RUN" --gguf q4_k_m --verify 4 --verify-tokens 32
 step "grpo chat"
-grpo chat --run "$RUN" --source gguf --prompt "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?" --max-new-tokens 64
+grpo chat --run "$RUN" --engine gguf --prompt "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?" --max-new-tokens 64
 echo
 echo "demo finished: chain $(( $(date +%s) - start )) s, all $(( $(date +%s) - t0 )) s; everything is in $RUN (plots: $RUN/logs/train.png)"
 if [[ -n "${MADE_VENV:-}" ]]; then

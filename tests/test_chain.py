@@ -80,6 +80,6 @@ def test_readme_chain_offline(tiny_run: Path) -> None:
     assert art["name"] == "gguf-q4_k_m" and art["reloaded"] and art["agreement"]["token_match"] >= 0.9
 
     # 5. chat, one-shot, from the GGUF: the answer and nothing else on stdout.
-    out = quiet(ok(grpo_cli("chat", "--run", run, "--source", "gguf", "--prompt", "What is 2+3?",
+    out = quiet(ok(grpo_cli("chat", "--run", run, "--engine", "gguf", "--prompt", "What is 2+3?",
                             "--max-new-tokens", "8")))  # fmt: skip
     assert out.strip() and "Traceback" not in out

@@ -59,8 +59,11 @@ def test_chat_one_shot_full_completion(run_dir):
 
 
 def test_chat_one_shot_base(run_dir):
-    result = invoke("chat", "--run", run_dir, "--source", "base", "--prompt", "Hi", "--max-new-tokens", "4")
+    result = invoke("chat", "--run", run_dir, "--engine", "base", "--prompt", "Hi", "--max-new-tokens", "4")
     assert result.exit_code == 0, result.output
+    # The old spelling works for one more release, and says so.
+    old = invoke("chat", "--run", run_dir, "--source", "base", "--prompt", "Hi", "--max-new-tokens", "4")
+    assert old.exit_code == 0 and "--source is now --engine" in old.output, old.output
 
 
 @pytest.mark.slow
@@ -69,7 +72,7 @@ def test_chat_one_shot_merged(exported_run):
         "chat",
         "--run",
         exported_run,
-        "--source",
+        "--engine",
         "merged",
         "--prompt",
         "What is 2+3?",
@@ -84,7 +87,7 @@ def test_chat_one_shot_merged(exported_run):
 @pytest.mark.slow
 @needs_gguf
 def test_chat_one_shot_gguf(exported_run):
-    # A separate interpreter, as users run it: `grpo chat --source gguf` never imports torch (llama.cpp's
+    # A separate interpreter, as users run it: `grpo chat --engine gguf` never imports torch (llama.cpp's
     # OpenMP and torch's in one process crashed now and then here).
     proc = subprocess.run(
         [
@@ -94,7 +97,7 @@ def test_chat_one_shot_gguf(exported_run):
             "chat",
             "--run",
             str(exported_run),
-            "--source",
+            "--engine",
             "gguf",
             "--prompt",
             "What is 2+3?",
@@ -140,11 +143,11 @@ def test_chat_nothing_trained_yet(run_dir, tmp_path):
 
 def test_chat_bad_inputs(run_dir, tmp_path):
     assert "no run directory" in one_error_line(invoke("chat", "--run", tmp_path / "x", "--prompt", "hi"))
-    assert "unknown --source" in one_error_line(
-        invoke("chat", "--run", run_dir, "--source", "onnx", "-p", "hi")
+    assert "unknown --engine" in one_error_line(
+        invoke("chat", "--run", run_dir, "--engine", "onnx", "-p", "hi")
     )
     assert "grpo export --merged" in one_error_line(
-        invoke("chat", "--run", run_dir, "--source", "merged", "-p", "hi")
+        invoke("chat", "--run", run_dir, "--engine", "merged", "-p", "hi")
     )
     run = copy_run(run_dir, tmp_path / "run")
     (run / "grpo" / "adapter" / "adapter_model.safetensors").write_bytes(b"\x00" * 10)

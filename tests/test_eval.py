@@ -18,7 +18,7 @@ from helpers import copy_run, invoke, one_error_line
 @pytest.mark.slow
 def test_eval_tiny_slice(run_dir, tmp_path):
     run = copy_run(run_dir, tmp_path / "run")
-    result = invoke("eval", "--run", run, "--limit", "4", "--max-new-tokens", "24", "--batch-size", "3")
+    result = invoke("eval", "--run", run, "--limit", "4", "--max-new-tokens", "24", "--decode-batch", "3")
     assert result.exit_code == 0, result.output
     report = json.loads((run / "eval" / "report.json").read_text())
     rows = {r["checkpoint"]: r for r in report["results"]}

@@ -48,14 +48,16 @@ def test_no_run_dir(tmp_path):
 
 def test_bad_merged_and_source(run_dir, tmp_path):
     assert "16bit" in one_error_line(invoke("export", "--run", run_dir, "--merged", "8bit"))
-    assert "grpo or sft" in one_error_line(invoke("export", "--run", run_dir, "--source", "dpo"))
+    assert "grpo or sft" in one_error_line(invoke("export", "--run", run_dir, "--adapter", "dpo"))
+    old = invoke("export", "--run", run_dir, "--source", "dpo")  # the old spelling, for one more release
+    assert "--source is now --adapter" in old.output and "grpo or sft" in one_error_line(old)
 
 
 def test_corrupt_adapter_file(run_dir, tmp_path):
     run = copy_run(run_dir, tmp_path / "run")
     weights = run / "grpo" / "adapter" / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[:200])  # truncated
-    line = one_error_line(invoke("export", "--run", run, "--source", "grpo"))
+    line = one_error_line(invoke("export", "--run", run, "--adapter", "grpo"))
     assert "corrupt" in line and "adapter_model.safetensors" in line
     assert not (run / "export").exists()
 
@@ -78,7 +80,7 @@ def test_failure_mid_export_leaves_nothing(run_dir, tmp_path):
     cfg = json.loads(cfg_path.read_text())
     cfg["target_modules"] = ["no_such_proj"]
     cfg_path.write_text(json.dumps(cfg))
-    line = one_error_line(invoke("export", "--run", run, "--source", "grpo", "--merged", "16bit"))
+    line = one_error_line(invoke("export", "--run", run, "--adapter", "grpo", "--merged", "16bit"))
     assert "cannot attach the adapter" in line
     assert not (run / "export").exists()
 
@@ -164,7 +166,7 @@ def test_gguf_q8_0_and_q4_k_m_round_trip(run_dir, tmp_path):
         "q8_0,Q4_K_M",
         "--out",
         out,
-        "--source",
+        "--adapter",
         "sft",
         "--verify",
         "3",

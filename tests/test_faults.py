@@ -142,13 +142,13 @@ def test_sft_and_export_killed_keep_the_previous_result(prepped: Path, tmp_path:
         assert_adapter(adapter)
     ok(
         grpo_cli(
-            "export", "--run", str(run), "--source", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
+            "export", "--run", str(run), "--adapter", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
         )
     )
     exported = _export_files(run)
     for _ in range(3):
         proc = _start(
-            "export", "--run", str(run), "--source", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
+            "export", "--run", str(run), "--adapter", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
         )
         _kill_after(proc, ("", ""), rng.uniform(0.0, 3.0))
         now = _export_files(run)

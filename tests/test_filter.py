@@ -23,7 +23,7 @@ from helpers import SAMPLES, copy_run, fails_fast, grpo_cli, invoke, manifest, o
 GOLD = ["18", "7", "18", "42", "18", "5"]  # the adapters answer 18: rows 0, 2 and 4 are solved
 SOLVED_ROWS = [0, 2, 4]
 SAMPLING = "grpo:\n  temperature: 0.2\n"
-FAST = ("--samples", "4", "--max-new-tokens", "24", "--batch-size", "3")
+FAST = ("--samples", "4", "--max-new-tokens", "24", "--decode-batch", "3")
 
 
 def write_train(run: Path, gold: list[str] = GOLD) -> list[str]:
@@ -239,7 +239,7 @@ def test_dry_run_and_help(runner, tmp_path) -> None:
     result = runner.invoke(app, ["filter", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     for flag in ("--run", "--config", "--dry-run", "--samples", "--adapter", "--keep", "--limit",
-                 "--max-new-tokens", "--engine", "--batch-size", "--clear"):  # fmt: skip
+                 "--max-new-tokens", "--engine", "--decode-batch", "--clear"):  # fmt: skip
         assert flag in result.output, flag
     commands = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
     assert commands.index("│ sft ") < commands.index("│ filter ") < commands.index("│ grpo ")

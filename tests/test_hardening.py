@@ -364,7 +364,7 @@ def test_row07_a_damaged_gguf_is_named(trained: Path) -> None:
     gguf = trained / "export" / "gguf-q4_k_m" / "run-sft-q4_k_m.gguf"
     gguf.parent.mkdir(parents=True)
     gguf.write_bytes(b"GGML" + b"\0" * 60)
-    line, _ = refused(["chat", "--run", trained, "--source", "gguf", "-p", "hi"])
+    line, _ = refused(["chat", "--run", trained, "--engine", "gguf", "-p", "hi"])
     assert line == (
         f"error: {gguf} is corrupt or truncated (no GGUF header): re-create it with `grpo export --gguf "
         f"q4_k_m --run {trained}`"

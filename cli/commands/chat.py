@@ -3,7 +3,7 @@
 Uses the run's system prompt and chat template (the format contract), greedy decoding.
 
   grpo chat                          # newest adapter (GRPO, else SFT) over the run's base model
-  grpo chat --source gguf            # the exported GGUF through llama.cpp
+  grpo chat --engine gguf            # the exported GGUF through llama.cpp
   grpo chat --prompt "What is 7*6?"  # one shot for scripts: prints the answer and exits
 
 In the REPL: [bold]/compare[/] [QUESTION] puts base and tuned answers side by side (the last question when
@@ -28,7 +28,7 @@ from cli.run.rundir import MERGED_DIRNAME, RunDir, dry_run_exit
 if TYPE_CHECKING:
     from py_rewards.spec import FormatSpec
 
-SOURCES = ("lora", "merged", "gguf", "base")
+ENGINES = ("lora", "merged", "gguf", "base")
 
 
 class Engine:
@@ -133,8 +133,8 @@ def build_engines(
     cfg = rundir.run_config(run, config_file)
     spec = cfg.format_spec()
     source = (source or "lora").lower()
-    if source not in SOURCES:
-        raise GrpoError(f"unknown --source {source!r} (choose {', '.join(SOURCES)})")
+    if source not in ENGINES:
+        raise GrpoError(f"unknown --engine {source!r} (choose {', '.join(ENGINES)})")
 
     def loading_line(what: str) -> None:  # before the load: on the CPU it takes from seconds to a minute
         err_console.print(f"[dim]chat: loading {what}…[/]", soft_wrap=True)
@@ -258,13 +258,13 @@ def chat(
         raise GrpoError("--prompt is empty")
     rd = RunDir(run)
     if dry_run:
-        shown = {"source": opts.source, "adapter": opts.adapter, "quant": opts.quant, "prompt": prompt,
+        shown = {"engine": opts.engine, "adapter": opts.adapter, "quant": opts.quant, "prompt": prompt,
                  "max_new_tokens": max_new_tokens}  # fmt: skip
         dry_run_exit(rd, config, "chat", shown)
     from cli.run import heartbeat
 
     with heartbeat.working("chat: loading"):
-        engine, base_factory = build_engines(rd, opts.source, opts.adapter, opts.quant, config)
+        engine, base_factory = build_engines(rd, opts.engine, opts.adapter, opts.quant, config)
     if prompt is not None:
         with heartbeat.working("chat: answering"):
             _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)

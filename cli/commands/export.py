@@ -39,7 +39,7 @@ def export(
 
     # ---- every check that needs no model, before any work ----------------------------------------
     types = gg.parse_types(opts.gguf) if opts.gguf is not None else []
-    check_choices(opts)  # --merged, --source
+    check_choices(opts)  # --merged, --adapter
     merged = opts.merged.lower() if opts.merged else None
     lora = opts.lora or not (merged or types)
     if types:
@@ -48,12 +48,12 @@ def export(
         check_4bit()
     rd = RunDir(run)
     if dry_run:
-        shown = {"lora": lora, "merged": merged, "gguf": list(types), "source": opts.source, "out": opts.out,
-                 "verify": opts.verify, "verify_tokens": opts.verify_tokens}  # fmt: skip
+        shown = {"lora": lora, "merged": merged, "gguf": list(types), "adapter": opts.adapter,
+                 "out": opts.out, "verify": opts.verify, "verify_tokens": opts.verify_tokens}  # fmt: skip
         dry_run_exit(rd, config, "export", shown)
     _check_run_writable(rd)  # held (one writer) and writable: export records itself in the manifest
     cfg = run_config(rd, config)
-    stage, adapter = rd.pick_adapter(opts.source)
+    stage, adapter = rd.pick_adapter(opts.adapter)
     check_run(rd, data=("eval.parquet",), adapters=[adapter])  # a damaged file: one line, before any work
     _check_trained(adapter, opts.allow_zero)
     from cli.models.resolve import resolve_model

@@ -71,8 +71,9 @@ class FilterOptions:
         panel=GENERATION,
     )
     batch_size: int = setting(
-        8, help="Prompts decoded together (hf engine).", flag="--batch-size", panel=GENERATION, ge=1
-    )
+        8, help="Prompts decoded together (hf engine).", flag="--decode-batch", panel=GENERATION, ge=1,
+        renamed="--batch-size",
+    )  # fmt: skip
     clear: bool = setting(
         False,
         help="Remove the filter (data/grpo_prompts.parquet, passrate.json): GRPO uses every prompt again.",
@@ -114,8 +115,9 @@ class EvalOptions:
         ge=1,
     )
     batch_size: int = setting(
-        8, help="Prompts decoded together.", flag="--batch-size", panel=GENERATION, ge=1
-    )
+        8, help="Prompts decoded together (hf engine).", flag="--decode-batch", panel=GENERATION, ge=1,
+        renamed="--batch-size",
+    )  # fmt: skip
     engine: str = setting(
         "auto",
         help="auto (vLLM when installed and a GPU is visible: all prompts at once), hf or vllm.",
@@ -145,13 +147,14 @@ class ExportOptions:
         flag="--gguf",
         panel=WHAT,
     )
-    source: str | None = setting(
+    adapter: str | None = setting(
         None,
         help="Which adapter: grpo or sft (default: the newest).",
-        flag="--source",
+        flag="--adapter",
         panel=WHAT,
         choices=("grpo", "sft", "auto"),
         want="grpo or sft",
+        renamed="--source",
     )
     out: Path | None = setting(None, help="Output folder (default: <run>/export).", flag="--out", panel=WHAT)
     name: str | None = setting(
@@ -177,18 +180,19 @@ class ExportOptions:
 
 @dataclass(frozen=True)
 class ChatOptions:
-    source: str | None = setting(
+    engine: str | None = setting(
         None,
         help="lora (base + newest adapter, default), merged (export/merged-16bit), gguf (llama.cpp) or base.",
-        flag="--source",
+        flag="--engine",
         panel=MODEL,
+        renamed="--source",
     )
     adapter: str | None = setting(
-        None, help="With --source lora: grpo or sft (default: the newest).", flag="--adapter", panel=MODEL
+        None, help="With --engine lora: grpo or sft (default: the newest).", flag="--adapter", panel=MODEL
     )
     quant: str | None = setting(
         None,
-        help="With --source gguf: which exported GGUF (q4_k_m, q8_0, …; default: the newest).",
+        help="With --engine gguf: which exported GGUF (q4_k_m, q8_0, …; default: the newest).",
         flag="--quant",
         panel=MODEL,
     )

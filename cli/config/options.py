@@ -150,6 +150,8 @@ def typed_options(cls: type) -> Callable[[F], F]:
     value out of range is a usage error (exit 2) before the command starts."""
     hints = typing.get_type_hints(cls)
     generated = {f.name: _typed_param(f, hints[f.name]) for f in dataclasses.fields(cls)}
+    renamed = {f.name: s for f in dataclasses.fields(cls) if (s := setting_of(f)) is not None and s.renamed}
+    old = {f"{name}{OLD}": _old_param(name, s, hints[name]) for name, s in renamed.items()}
 
     def decorate(fn: F) -> F:
         sig = inspect.signature(fn)
@@ -166,9 +168,16 @@ def typed_options(cls: type) -> Callable[[F], F]:
         @functools.wraps(fn)
         def command(*args: Any, **kwargs: Any) -> Any:
             values = {name: kwargs.pop(name) for name in generated if name in kwargs}
+            for name, s in renamed.items():
+                given = kwargs.pop(f"{name}{OLD}", None)
+                if given is not None:
+                    _renamed_note(s)
+                    if values.get(name) == generated[name].default:  # the new spelling was not given
+                        values[name] = given
             return fn(*args, opts=cls(**values), **kwargs)
 
-        params = own + list(generated.values())  # the command's own options first, then the fields'
+        # the command's own options first, then the fields', then the hidden old spellings
+        params = own + list(generated.values()) + list(old.values())
         return _with_parameters(command, sig, params)
 
     return decorate
@@ -194,6 +203,27 @@ def _typed_param(f: dataclasses.Field[Any], hint: Any) -> inspect.Parameter:
     )
 
 
+OLD = "__renamed"  # the parameter name of a flag's old spelling: <field>__renamed
+
+
+def _old_param(name: str, s: Any, hint: Any) -> inspect.Parameter:
+    """The old spelling of a renamed flag: hidden from --help, None unless given."""
+    kind = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+    option = typer.Option(s.renamed, hidden=True)
+    annotation = Annotated[Optional[kind], option]  # type: ignore[valid-type]  # noqa: UP045 - a runtime type
+    return inspect.Parameter(
+        f"{name}{OLD}", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+    )
+
+
+def _renamed_note(s: Any) -> None:
+    from cli.common import err_console
+
+    err_console.print(
+        f"[yellow]note:[/] {s.renamed} is now {s.flag} (the old spelling is accepted until the next release)"
+    )
+
+
 def check_choices(opts: Any) -> None:
     """Each field of ``opts`` with declared choices holds one of them (any case), or is unset:
     ``unknown --merged '8bit': choose 16bit or 4bit``."""
@@ -201,3 +231,15 @@ def check_choices(opts: Any) -> None:
         s, value = setting_of(f), getattr(opts, f.name)
         if s is not None and s.choices and value is not None and str(value).lower() not in s.choices:
             raise GrpoError(f"unknown {s.flag} {value!r}: choose {s.rule()}")
+
+
+def _model_option() -> Any:
+    """``--model`` for the commands that take it outside the config's flags (doctor, serve): the config's
+    own declaration (help, panel), so it is written once."""
+    field = next(f for f in dataclasses.fields(Config) if f.name == "model")
+    s = setting_of(field)
+    assert s is not None and s.flag is not None
+    return Annotated[str | None, typer.Option(s.flag, help=s.help, rich_help_panel=s.panel)]
+
+
+ModelOpt = _model_option()

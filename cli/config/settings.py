@@ -36,6 +36,7 @@ class Setting:
     want: str | None = None  # how the rule reads in a message, when the bounds say it badly
     path: bool = False  # the flag takes a file path, stored absolute (later commands may run elsewhere)
     short: str | None = None  # a one-letter alias of the flag ("-p"); command options only
+    renamed: str | None = None  # the flag's old spelling: still accepted (hidden, with a note) for a release
 
     def rule(self) -> str:
         """The allowed values in words: "at least 1", "positive", "in [0, 1)", "auto, on or off"."""
