@@ -79,20 +79,3 @@ PresetOpt = Annotated[
         rich_help_panel=RUN_PANEL,
     ),
 ]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--model",
-        help="HF id or local path; 'tiny' (random 2-layer Qwen3, CPU smoke runs) or "
-        "'gemma3-270m' (offline from PyPI). Remembered by the run.",
-        rich_help_panel="Model",
-    ),
-]
-BackendOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--backend",
-        help="unsloth (default when importable) or hf (transformers + peft + TRL).",
-        rich_help_panel="Model",
-    ),
-]

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.common import ConfigOpt, DryRunOpt, GrpoError, ModelOpt, PresetOpt, console
+from cli.common import ConfigOpt, DryRunOpt, GrpoError, PresetOpt, console
+from cli.config.options import ModelOpt
 from cli.errors import handle_errors
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ import sys
 
 import typer
 
-from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, ModelOpt, RunOpt, err_console
+from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, err_console
 from cli.config.command_options import ServeOptions
-from cli.config.options import typed_options
+from cli.config.options import ModelOpt, typed_options
 from cli.errors import handle_errors
 from cli.run import signals
 from cli.run.rundir import RunDir, dry_run_exit, resolve_config
