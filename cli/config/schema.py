@@ -355,42 +355,25 @@ class Config:
 
 # Seed presets. Only what differs from the defaults above.
 PRESETS: dict[str, dict[str, Any]] = {
-    # Seed 000: Qwen3-4B-Base two-stage; rsLoRA + DoRA r=16; G=4; DAPO.
+    # Each preset lists only what its seed changes from the defaults, which are seed 000's own values (the
+    # Qwen3-4B recipe: rsLoRA r=16, alpha 16; SFT 60 steps, lr 2e-4, 2 x 4, warmup 5; GRPO G=4, 100 steps,
+    # lr 5e-6, weight decay 0.001, warmup 0.1, linear, temperature 1.0, min_p 0.1; 2048 tokens).
+    # Seed 000: Qwen3-4B-Base two-stage; DoRA on top of the defaults; DAPO.
     "qwen3-4b": {
         "model": "unsloth/Qwen3-4B-Base",
-        "format": "seed000",
-        "max_seq_length": 2048,
-        "lora": {"r": 16, "alpha": 16, "rslora": True, "dora": True},
+        "lora": {"dora": True},
         "prep": {"dataset": "dapo"},
-        "sft": {"max_steps": 60, "learning_rate": 2e-4, "batch_size": 2, "grad_accum": 4, "warmup_steps": 5},
-        "grpo": {
-            "gens": 4,
-            "max_steps": 100,
-            "learning_rate": 5e-6,
-            "weight_decay": 0.001,
-            "warmup_ratio": 0.1,
-            "lr_scheduler": "linear",
-            "temperature": 1.0,
-            "min_p": 0.1,
-        },
     },
     # Seed 001: Llama-3.2-3B-Instruct; r=64, alpha=128, rsLoRA + DoRA; <<..>>/\boxed{} format; cosine.
     "llama3.2-3b": {
         "model": "unsloth/Llama-3.2-3B-Instruct",
         "format": "seed001",
-        "max_seq_length": 2048,
-        "lora": {"r": 64, "alpha": 128, "rslora": True, "dora": True},
+        "lora": {"r": 64, "alpha": 128, "dora": True},
         "prep": {"dataset": "openr1"},
-        "sft": {"max_steps": 10, "learning_rate": 5e-5, "batch_size": 2, "grad_accum": 4},
+        "sft": {"max_steps": 10, "learning_rate": 5e-5},
         "grpo": {
-            "gens": 4,
             "max_steps": 500,
-            "learning_rate": 5e-6,
-            "weight_decay": 0.001,
-            "warmup_ratio": 0.1,
             "lr_scheduler": "cosine",
-            "temperature": 1.0,
-            "min_p": 0.1,
             "max_prompt_length": 512,
             "max_completion_length": 1024,
             "rewards": [
@@ -403,19 +386,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Seed 003: Qwen3-8B; r=32, alpha=2r; fast_inference with gpu_memory_utilization 0.7; SwanLab.
     "qwen3-8b": {
         "model": "Qwen/Qwen3-8B",
-        "format": "seed000",
-        "max_seq_length": 2048,
-        "lora": {"r": 32, "alpha": 64, "rslora": False, "dora": False},
+        "lora": {"r": 32, "alpha": 64, "rslora": False},
         "prep": {"dataset": "dapo"},
-        "sft": {"max_steps": 0, "epochs": 2, "learning_rate": 2e-4, "batch_size": 1, "grad_accum": 1},
+        "sft": {"max_steps": 0, "epochs": 2, "batch_size": 1, "grad_accum": 1},
         "grpo": {
-            "gens": 4,
-            "max_steps": 100,
-            "learning_rate": 5e-6,
             "weight_decay": 0.01,
-            "warmup_ratio": 0.1,
-            "lr_scheduler": "linear",
-            "temperature": 1.0,
             "save_steps": 100,
             "report_to": "swanlab",
             "gpu_memory_utilization": 0.7,
