@@ -10,7 +10,6 @@ completions they hit, and to give each call of a custom reward at most ``grpo.re
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import math
 import os
@@ -90,20 +89,6 @@ def _is_custom(name: str) -> bool:
     return "." in name or ":" in name
 
 
-def _import_dotted(path: str) -> Callable[..., Any]:
-    module_name, _, attr = path.replace(":", ".").rpartition(".")
-    if not module_name:
-        raise GrpoError(f"reward {path!r}: a custom reward is a dotted path like mypkg.rewards.my_reward")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise GrpoError(f"reward {path!r}: cannot import module {module_name!r} ({exc})") from None
-    func = getattr(module, attr, None)
-    if not callable(func):
-        raise GrpoError(f"reward {path!r}: {module_name} has no callable {attr!r}")
-    return func
-
-
 def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> list[Reward]:
     """``grpo.rewards`` entries ({name, weight}) → callables bound to the run's format, checked before any
     model is loaded. Registry names come from ``py_rewards.make_reward_funcs`` (one scorer shared by the
@@ -121,14 +106,9 @@ def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> lis
     dup = next((s for i, s in enumerate(shorts) if s in shorts[:i]), None)
     if dup:
         raise GrpoError(f"reward {dup!r} is listed twice in grpo.rewards")
-    try:
+    try:  # the one resolver of reward names and dotted paths: py_rewards.get_reward (through this)
         from py_rewards import make_reward_funcs
     except ImportError as exc:
-        if all("." in n or ":" in n for n in names):  # custom rewards do not need the registry
-            return [
-                Reward(s, _import_dotted(n), w, custom=True)
-                for s, n, w in zip(shorts, names, weights, strict=True)
-            ]
         raise GrpoError(
             f"the reward registry py_rewards is not importable ({exc}): build it with `pip install -e .`"
         ) from None
