@@ -1,6 +1,7 @@
 """Structure check of `cli/` (issue #12), run by `make lint`:
 
-- no function longer than MAX_FUNCTION lines;
+- no function longer than MAX_FUNCTION lines, and none taking more than MAX_PARAMS parameters (a split that
+  leaves many parameters behind wants its shared state named: a dataclass);
 - no file longer than MAX_FILE lines unless its docstring says why, in a line starting ``Long because:``;
 - no import cycle between `cli` modules (every import counts, also those inside functions: a cycle
   through a function-level import is still two modules that need each other);
@@ -22,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "cli"
 MAX_FUNCTION = 80
+MAX_PARAMS = 8
 MAX_FILE = 400
 REASON = "Long because:"
 
@@ -171,6 +173,15 @@ def main(argv: list[str]) -> int:
                 if n > MAX_FUNCTION and n > KNOWN.get(f"{rel}:{node.name}", 0):
                     problems.append(
                         f"{rel}:{node.lineno}: function {node.name} is {n} lines (> {MAX_FUNCTION})"
+                    )
+                a = node.args
+                params = [
+                    x.arg for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in ("self", "cls")
+                ]
+                if len(params) > MAX_PARAMS:
+                    problems.append(
+                        f"{rel}:{node.lineno}: function {node.name} takes {len(params)} parameters "
+                        f"(> {MAX_PARAMS}): name their shared state (a dataclass)"
                     )
     for cycle in cycles(graph):
         problems.append(f"import cycle: {' <-> '.join(cycle)}")

@@ -109,7 +109,7 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
         spec = cfg.format_spec()
         heartbeat.doing("prep: filtering and counting tokens")
         built = steps.build(
-            ds, pc, cfg, tokenizer, spec, loaded, schema, parsed, keep_non_numeric=pc.keep_non_numeric
+            ds, pc, cfg, tokenizer, spec, (loaded, schema, parsed), keep_non_numeric=pc.keep_non_numeric
         )
         warmup = _warmup(rundir, cfg, ds, built, tokenizer, spec)
         heartbeat.doing("prep: writing")
@@ -172,12 +172,8 @@ def _warmup(rundir: RunDir, cfg: Config, ds: Any, built: Any, tokenizer: Any, sp
     if ds.purpose != "grpo" or built.frame["solution"].notna().any() or _explicit_warmup(rundir) is not None:
         return None
     warm_ds = dp.DATASETS[dp.WARMUP_DATASET]
-    w_loaded, w_schema, w_parsed = steps.load(
-        warm_ds, None, None, None, dataset=warm_ds.name, what="warm-up set"
-    )
-    return steps.build(
-        warm_ds, pc, cfg, tokenizer, spec, w_loaded, w_schema, w_parsed, keep_non_numeric=False
-    )
+    read = steps.load(warm_ds, None, None, None, dataset=warm_ds.name, what="warm-up set")
+    return steps.build(warm_ds, pc, cfg, tokenizer, spec, read, keep_non_numeric=False)
 
 
 def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokenizer: Any, spec: Any) -> None:

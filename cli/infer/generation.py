@@ -72,10 +72,8 @@ def hf_generate(
     (tokens decoded so far in this batch, its sequences that have ended)."""
     greedy = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None,
               "min_p": None}  # fmt: skip
-    groups = _hf_decode(
-        model, tokenizer, prompts, max_new_tokens, batch_size, progress, greedy, 1, stop_ids, tokens
-    )
-    return [group[0] for group in groups]
+    how = _Decode(max_new_tokens, batch_size, greedy, progress=progress, stop_ids=stop_ids, tokens=tokens)
+    return [group[0] for group in _hf_decode(model, tokenizer, prompts, how)]
 
 
 # (tokens decoded so far in the batch, sequences of the batch that reached EOS), after each decoding step.
@@ -142,38 +140,44 @@ def hf_sample(
         "top_k": sampling.top_k or 0,
         "min_p": sampling.min_p,
     }
-    return _hf_decode(model, tokenizer, prompts, max_new_tokens, batch_size, progress, kwargs, sampling.n)
+    how = _Decode(max_new_tokens, batch_size, kwargs, n=sampling.n, progress=progress)
+    return _hf_decode(model, tokenizer, prompts, how)
 
 
-def _hf_decode(
-    model: Any,
-    tokenizer: Any,
-    prompts: Sequence[str],
-    max_new_tokens: int,
-    batch_size: int,
-    progress: Callable[[int], None] | None,
-    decoding: dict[str, Any],
-    n: int,
-    stop_ids: Sequence[int] = (),
-    tokens: TokenReport | None = None,
-) -> list[list[Generation]]:
-    """``model.generate`` over left-padded batches with ``decoding``'s arguments; ``n`` rows per prompt
-    (``num_return_sequences``: a prompt's rows are consecutive), grouped per prompt."""
+@dataclass(frozen=True)
+class _Decode:
+    """How :func:`_hf_decode` decodes: the budget, the batch, ``generate``'s arguments, ``n`` rows per
+    prompt, extra stop tokens, and the two progress reports (finished prompts; tokens per step)."""
+
+    max_new_tokens: int
+    batch_size: int
+    decoding: dict[str, Any]
+    n: int = 1
+    progress: Callable[[int], None] | None = None
+    stop_ids: Sequence[int] = ()
+    tokens: TokenReport | None = None
+
+
+def _hf_decode(model: Any, tokenizer: Any, prompts: Sequence[str], how: _Decode) -> list[list[Generation]]:
+    """``model.generate`` over left-padded batches with ``how.decoding``'s arguments; ``how.n`` rows per
+    prompt (``num_return_sequences``: a prompt's rows are consecutive), grouped per prompt."""
     import torch
 
     device = next(model.parameters()).device
     eos = _eos_ids(tokenizer, model)
-    eos += [int(t) for t in stop_ids if int(t) not in eos]
+    eos += [int(t) for t in how.stop_ids if int(t) not in eos]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos[0] if eos else 0)
     results: list[list[Generation]] = []
-    for start in range(0, len(prompts), max(1, batch_size)):
+    batch_size, n = max(1, how.batch_size), how.n
+    for start in range(0, len(prompts), batch_size):
         batch = list(prompts[start : start + batch_size])
         enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         width = enc["input_ids"].shape[1]
-        extra = {"stopping_criteria": [_token_counter(tokens, width, eos)]} if tokens is not None else {}
+        extra = {"stopping_criteria": [_token_counter(how.tokens, width, eos)]} if how.tokens else {}
         with torch.inference_mode():
             out = model.generate(
-                **enc, max_new_tokens=max_new_tokens, eos_token_id=eos or None, pad_token_id=pad, **decoding,
+                **enc, max_new_tokens=how.max_new_tokens, eos_token_id=eos or None, pad_token_id=pad,
+                **how.decoding,
                 **extra,
             )  # fmt: skip
         rows = out[:, width:].tolist()
@@ -183,8 +187,8 @@ def _hf_decode(
                 ids = _trim(row, eos, pad)
                 group.append(Generation(prompt, tokenizer.decode(ids, skip_special_tokens=False), ids))
             results.append(group)
-        if progress is not None:
-            progress(len(batch))
+        if how.progress is not None:
+            how.progress(len(batch))
     return results
 
 

@@ -77,13 +77,13 @@ def build(
     cfg: Config,
     tokenizer: Any,
     spec: FormatSpec,
-    loaded: Any,
-    schema: str,
-    parsed: Any,
+    read: tuple[Any, str, Any],
     *,
     keep_non_numeric: bool,
 ) -> Built:
-    """Seed 000's filters: numeric answers, the prompt-length quantile, (SFT) chats ≤ half the context."""
+    """Seed 000's filters: numeric answers, the prompt-length quantile, (SFT) chats ≤ half the context.
+    ``read``: what :func:`load` returned (the loaded rows, their schema, the parsed fields)."""
+    loaded, schema, parsed = read
     import numpy as np
     import pandas as pd
 
