@@ -10,7 +10,7 @@ The same configuration through the CLI (it reports s/step, peak GiB and reward t
     grpo prep gsm8k --model /tmp/qwen3-4b-random --run runs/bench
     grpo grpo --run runs/bench --gens 8 --max-completion-length 1024 --max-steps 10
 
-Defaults are the seed-000 GRPO settings at the sizes measured in DESIGN.md: LoRA r=16 (alpha 16,
+Defaults are the seed-000 GRPO settings at the sizes of docs/design-facts.md: LoRA r=16 (alpha 16,
 rsLoRA, no DoRA) on q/k/v/o/gate/up/down, G=8 completions of 1024 tokens for one ~128-token prompt
 per step, lr 5e-6, temperature 1.0, min_p 0.1, 8-bit AdamW. A random-weight model rarely samples EOS;
 ``--force-length`` (default on) also sets a minimum length so every completion is exactly
@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--lora-alpha", type=int, default=None, help="default: = r")
     p.add_argument("--no-rslora", action="store_true")
-    p.add_argument("--dora", action="store_true", help="DoRA (DESIGN.md: ~12x slower under Unsloth)")
+    p.add_argument("--dora", action="store_true", help="DoRA (~12x slower: docs/design-facts.md)")
     p.add_argument("--lr", type=float, default=5e-6)
     p.add_argument("--max-seq-length", type=int, default=2048)
     p.add_argument("--no-vllm", action="store_true", help="HF generate even when vLLM is installed")

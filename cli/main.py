@@ -18,7 +18,7 @@ from cli.commands import filter as filter_cmd
 
 def _no_flag_metavar() -> None:
     """Typer 0.29 shows a ``<bool>`` type after every flag (``--help -h <bool>``, ``--dry-run <bool>``),
-    as if it took a value (issue #15): a flag shows no type."""
+    as if it took a value (docs/history.md "First runs"): a flag shows no type."""
     from typer.core import TyperOption
 
     shown = getattr(TyperOption, "display_type_rich", None)

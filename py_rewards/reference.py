@@ -7,7 +7,7 @@ seed 001 "Multi-Dimensional Reward Engine") with the tags taken from the spec an
 first (:mod:`py_rewards._inputs`), so a bad call raises a clear error instead of a seed crash.
 
 The seed regexes backtrack: FORMAT is cubic on looping output, NUMERIC quadratic on long
-whitespace runs (see DESIGN.md). Do not run this on untrusted long completions.
+whitespace runs (docs/design-facts.md "Rewards"). Do not run this on untrusted long completions.
 
 >>> completion = "<start_working_out>2+2<end_working_out><SOLUTION>4</SOLUTION>"
 >>> match_format_exactly(completions=[completion])

@@ -62,7 +62,7 @@ def sft(
     with rd.stage("sft", cfg, backend=chosen) as info, heartbeat.working("sft: loading", console=console):
         info.update(run_sft(cfg, rd, backend=chosen))
     # Saved once SFT has trained: flags of a failed attempt (a --max-seq-length that did not help) are not
-    # remembered by the run (issue #15).
+    # remembered by the run (docs/history.md "First runs").
     rd.save_config(cfg)  # remembers the model (and flags) for the next stages
     if info.get("interrupted_at_step") is not None:
         from cli.train.stopping import interrupted_note

@@ -44,7 +44,8 @@ class LoraConfig:
     alpha: int = setting(16, help="LoRA alpha (seed 003: 2r).", gt=0)
     dropout: float = setting(0.0, help="LoRA dropout.", ge=0, lt=1)
     rslora: bool = setting(True, help="Rank-stabilised LoRA (alpha/sqrt(r)).")
-    # DoRA costs ~12x per GRPO step under Unsloth (DESIGN.md) and vLLM cannot serve it: off by default.
+    # DoRA costs ~12x per GRPO step under Unsloth (docs/design-facts.md) and vLLM cannot serve it: off by
+    # default.
     dora: bool = setting(
         False,
         help="DoRA on a fresh adapter (~12x slower per step; vLLM cannot serve it).",
@@ -232,8 +233,8 @@ class GRPOConfig:
         want="0 (no checkpoints) or more",
     )
     logging_steps: int = setting(1, help="Log every N steps.", ge=1)
-    # A custom reward that never returns would hang the run with Ctrl-C ignored (issue 11, row 8); the
-    # built-in rewards are linear-time Rust and are not timed.
+    # A custom reward that never returns would hang the run with Ctrl-C ignored (docs/history.md
+    # "Hardening, round 1"); the built-in rewards are linear-time Rust and are not timed.
     reward_timeout: float = setting(
         60.0, help="Seconds a custom (dotted-path) reward may take per call; 0: no limit.", ge=0,
         want="0 (no limit) or more seconds",

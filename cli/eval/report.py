@@ -68,7 +68,8 @@ def plot_png(results: list[dict[str, Any]], title: str) -> bytes | None:
     """Bar charts of format %, accuracy % and mean length; None when matplotlib is not installed.
 
     Every bar carries its value, so a zero is a visible "0%" rather than a missing bar, and the long
-    labels ("After SFT (format warm-up)") are wrapped so they do not run into each other (issue #15).
+    labels ("After SFT (format warm-up)") are wrapped so they do not run into each other (docs/history.md
+    "First runs").
     """
     from cli.run.plots import to_png
 

@@ -9,7 +9,7 @@
 - The converter identifies a BPE tokenizer by hashing its output and stops with "BPE pre-tokenizer was
   not recognized" for any tokenizer it does not know (a locally trained one, a new model). We then use
   ``gpt-2`` when the tokenizer is a plain GPT-2 byte-level BPE (identical splits), else the ``default``
-  pre-tokenizer, and say so (DESIGN.md "Export", seen here 2026-11-29).
+  pre-tokenizer, and say so (docs/design-facts.md "Export", seen here 2026-11-29).
 - The chat template (the format contract's) and EOS travel in the GGUF's tokenizer metadata; the
   Ollama ``Modelfile`` beside it carries the same template in Go-template form, the system prompt and
   the stop strings.

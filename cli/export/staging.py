@@ -43,7 +43,8 @@ def pid_alive(pid: int) -> bool:
 
 def check_writable(folder: Path, why: str) -> None:
     """Refuse, before anything is built, a folder this command must write into but cannot (a read-only
-    run directory or mount: issue 11 row 12). A real probe file, as permissions alone do not tell (root,
+    run directory or mount: docs/history.md "Hardening, round 1"). A real probe file, as permissions alone do
+    not tell (root,
     read-only mounts, immutable folders)."""
     try:
         fd, probe = tempfile.mkstemp(prefix=".grpo-probe.", dir=folder)

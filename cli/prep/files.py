@@ -1,4 +1,4 @@
-"""Local data files for `grpo prep --source`, read with bounds (issue 11, rows 9 and 10).
+"""Local data files for `grpo prep --source`, read with bounds (docs/history.md "Hardening, round 1").
 
 A file that is one endless line (``/dev/zero`` behind a ``.jsonl`` name, a runaway export) was read until
 the machine ran out of memory. Here only regular files are read; JSON Lines and CSV are read a line at a

@@ -19,7 +19,7 @@ seed line it reproduces:
 
 Long because: the readers (hub, bundled samples, four file types) and the seven row layouts that
 :func:`detect_schema` recognises share the plain-row types and the bad-row accounting. Readers and
-schemas could still become two modules (issue #12).
+schemas could still become two modules (docs/history.md "Structure").
 """
 
 from __future__ import annotations

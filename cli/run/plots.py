@@ -1,6 +1,7 @@
 """Plots of a run: ``train.png`` (`grpo grpo`, from metrics.jsonl) and helpers shared with eval.png.
 
-``train.png`` shows the current attempt of GRPO (issue #15: rows of earlier attempts, which restart at
+``train.png`` shows the current attempt of GRPO (docs/history.md "First runs": rows of earlier attempts,
+which restart at
 step 1, would otherwise be drawn over each other): the total reward with its within-group spread, each
 reward's mean, the share of groups with zero reward spread (no learning signal), completion length, KL
 (or the policy entropy when β = 0 and TRL logs no KL) and the loss. matplotlib is part of the ``train``

@@ -2,7 +2,7 @@
 
 Apart from :mod:`cli.train.distributed` (the launcher) so that the run directory, the trainer and the live
 view can ask "am I rank 0?" without importing the launcher, which itself writes through the run
-directory (the import cycle of issue #12). torch is imported only inside the collectives.
+directory (the import cycle of docs/history.md "Structure"). torch is imported only inside the collectives.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 BACKENDS = ("unsloth", "hf")
 
-# Measured on one H200, Qwen3-4B-shaped weights, LoRA r=16, G=4x256 (DESIGN.md "Training backends").
+# Measured on one H200, Qwen3-4B-shaped weights, LoRA r=16, G=4x256 (docs/design-facts.md "Training
+# backends").
 DORA_COST = (
     "DoRA is on (lora.dora): on an H200 under Unsloth it measured 45–52 s per GRPO step vs 3.9 s for plain "
     "rsLoRA (~12x slower); set lora.dora: false (--no-dora) unless you are reproducing a seed"

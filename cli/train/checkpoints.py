@@ -4,7 +4,8 @@ A checkpoint is written under a staging name and renamed when whole (the trainer
 ``_save_checkpoint``, :mod:`cli.train.trainer`), so a kill at any moment leaves the whole checkpoint or
 none. Each `grpo grpo` without --resume is a new attempt: its checkpoints go to
 <run>/grpo/checkpoints/attempt-<N>/, so an old attempt's checkpoint-16 is never taken for the new one's
-checkpoint-4 (issue #15), and --resume continues the most recent attempt. Runs made before attempts
+checkpoint-4 (docs/history.md "First runs"), and --resume continues the most recent attempt. Runs made before
+attempts
 existed keep their checkpoints directly under checkpoints/: that counts as attempt 1.
 """
 

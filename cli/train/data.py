@@ -121,7 +121,7 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
     conversations, columns = _sft_messages(df, spec)
     if not conversations:
         # The real cause, not "too long": DAPO's rows carry no worked solutions (all None), so there is
-        # nothing to warm up on (issue #15).
+        # nothing to warm up on (docs/history.md "First runs").
         raise GrpoError(
             f"no worked solutions in {run.data_dir / source} ({len(df)} rows, none with a solution to learn "
             "the "

@@ -1,4 +1,5 @@
-"""A per-call time limit for Python code that may never return (a custom reward: issue 11, row 8).
+"""A per-call time limit for Python code that may never return (a custom reward: docs/history.md "Hardening,
+round 1").
 
 The call runs where it was made, in the main thread, so rewards that rely on it keep working (Math-Verify
 times its parsing with ``signal.alarm``, which only works there; so do thread-unsafe libraries). A watchdog

@@ -357,7 +357,8 @@ def announce_attempt(rd: RunDir, setup: GrpoPlan) -> None:
 def undone_unless_saved(rd: RunDir, setup: GrpoPlan, *, enabled: bool = True) -> Iterator[None]:
     """A `grpo grpo` that fails (or is stopped) before its attempt saved a checkpoint leaves the run as it
     was: its config.yaml as before (the failed flags are not remembered) and no empty attempt folder, so
-    the next run is the same attempt again (issue 11: "the run directory exactly as it was")."""
+    the next run is the same attempt again (docs/history.md "Hardening, round 1": "the run directory exactly
+    as it was")."""
     from cli.train.checkpoints import latest_checkpoint
 
     config = rd.config_path.read_bytes() if enabled and rd.config_path.is_file() else None

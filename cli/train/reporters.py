@@ -1,7 +1,8 @@
 """Where `grpo grpo` also logs its rows (``grpo.report_to``): TensorBoard, SwanLab (seed 003), W&B.
 
 The reporter's package is checked with the other cheap checks, before the run saves or loads anything:
-a missing one is one line naming the package and the extra that installs it (issue 11: the trainer failed
+a missing one is one line naming the package and the extra that installs it (docs/history.md "Hardening,
+round 1": the trainer failed
 on it after the model had loaded). Their files go inside the run directory: TensorBoard's event files to
 ``<run>/logs/tensorboard``, SwanLab's to ``<run>/logs/swanlog``. SwanLab runs in its local mode unless it
 is given a key or a mode (``SWANLAB_API_KEY``, ``SWANLAB_MODE=online``): its cloud mode without a login
