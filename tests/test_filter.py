@@ -157,14 +157,14 @@ def test_stale_filter_is_ignored(filtered: Path, tmp_path, capsys) -> None:
 
     run = RunDir(copy_run(filtered, tmp_path / "run"))
     tokenizer = build_tiny_tokenizer(get_spec("seed000"))
-    dataset, _, info = grpo_dataset(Config(), run, tokenizer)
+    dataset, info = grpo_dataset(Config(), run, tokenizer, 10_000)
     assert (len(dataset), info["prompts_from"]) == (3, "grpo filter (3 of 6)")
     assert "on the 3 prompts `grpo filter` kept" in capsys.readouterr().out
 
     write_train(run.path, ["18", "18", "18", "42", "18", "5"])  # a new train.parquet: the filter is stale
     passrate, note = filtered_prompts(run)
     assert passrate is None and "stale" in note and "re-run `grpo filter" in note
-    dataset, _, info = grpo_dataset(Config(), run, tokenizer)
+    dataset, info = grpo_dataset(Config(), run, tokenizer, 10_000)
     assert (len(dataset), info["prompts_from"]) == (6, "train.parquet")
     err = capsys.readouterr().err
     assert "note:" in err and "stale" in err and "grpo filter" in err

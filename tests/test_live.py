@@ -81,10 +81,10 @@ def test_zero_std_hint_after_sft_does_not_say_run_sft(tmp_path: Path, capsys) ->
 def test_every_step_says_so_from_the_first_with_an_eta(tmp_path: Path, capsys) -> None:
     # A CPU step of a real model takes seconds to minutes; the first logged line came ~15 minutes in.
     from cli.run.rundir import RunDir
-    from cli.train.live import make_callback
+    from cli.train.live import LiveSpec, make_callback
 
     run = RunDir(tmp_path / "run")
-    live = make_callback(run, "sft", max_steps=4)
+    live = make_callback(run, "sft", LiveSpec(max_steps=4))
     state = SimpleNamespace(global_step=0, max_steps=4, is_world_process_zero=True)
     live.on_train_begin(None, state, None)
     for step in (1, 2, 3):

@@ -7,6 +7,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers import cli_env, fresh_copy, grpo_cli, invoke, one_error_line
 
@@ -25,7 +26,8 @@ def test_a_missing_reporter_is_named_before_anything_is_saved(runner, tmp_path: 
     run = tmp_path / "run"
     (run / "data").mkdir(parents=True)
     (run / "config.yaml").write_text("model: tiny\n")
-    (run / "data" / "train.parquet").write_bytes(b"")
+    # A whole train.parquet (the run directory's own checks come first): only the reporter is missing.
+    pd.DataFrame({"question": ["What is 2 + 2?"], "answer": ["4"]}).to_parquet(run / "data" / "train.parquet")
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     # In this process (find_spec is patched here), with the same one-line contract as helpers.fails_fast.
     line = one_error_line(invoke("grpo", "--run", str(run), "--report-to", reporter))

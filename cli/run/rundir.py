@@ -96,6 +96,8 @@ class RunDir:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        # Facts of the run (:meth:`record`) waiting for the stage that found them to succeed.
+        self._facts: dict[str, dict[str, Any]] = {}
 
     # ---- layout ----------------------------------------------------------------------------
     @property
@@ -255,8 +257,11 @@ class RunDir:
         stages = data.setdefault("stages", {})
         entry = stages.setdefault(stage, {})
         entry.update(info)
+        data.update(self._facts)
+        self._facts.clear()
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        # Every stage says when it finished (`grpo doctor` listed export and eval as "(?)": issue #15).
+        # Every stage says when it finished (`grpo doctor` listed export and eval as "(?)": docs/history.md
+        # "First runs").
         entry["finished"] = info.get("finished") or now
         data["updated"] = now
         atomic_write_json(self.manifest_path, data)
@@ -280,16 +285,9 @@ class RunDir:
         return {"stages": stages}
 
     def record(self, key: str, info: Mapping[str, Any]) -> None:
-        """Set ``manifest.json[key]`` (atomically; rank 0 only): a fact of the run no one stage owns, such as
-        the tokenizer's pad (``tokenizer``)."""
-        if not _is_main():
-            return
-        self.ensure()
-        data = self.manifest()
-        if data.get(key) == dict(info):
-            return
-        data[key] = dict(info)
-        atomic_write_json(self.manifest_path, data)
+        """Set ``manifest.json[key]``, a fact of the run no one stage owns (the tokenizer's pad,
+        ``tokenizer``), with the next :meth:`record_stage`: a stage that fails leaves the run as it was."""
+        self._facts[key] = dict(info)
 
     @contextlib.contextmanager
     def stage(self, name: str, cfg: Config, **extra: Any) -> Iterator[dict[str, Any]]:

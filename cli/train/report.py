@@ -27,11 +27,20 @@ OBJECTIVE_KEYS = (
     "importance_sampling_level",
     "num_iterations",
     "steps_per_generation",
+)
+# The correction of vLLM's rollouts: it only means anything when vLLM generated them.
+VLLM_OBJECTIVE_KEYS = (
     "vllm_importance_sampling_correction",
     "vllm_importance_sampling_mode",
     "vllm_importance_sampling_clip_min",
     "vllm_importance_sampling_clip_max",
 )
+
+
+def objective_of(args: Any) -> dict[str, Any]:
+    """The objective keys of TRL's args; the vLLM correction's only on a run that used vLLM."""
+    keys = OBJECTIVE_KEYS + (VLLM_OBJECTIVE_KEYS if getattr(args, "use_vllm", False) else ())
+    return {k: getattr(args, k, None) for k in keys}
 
 
 @dataclass
@@ -71,7 +80,7 @@ class GrpoResult:
             typical_step=live.typical_step(),
             reward_seconds=sum(float(r.get("reward_seconds") or 0) for r in live.rows),
             final_reward=last_logged(trainer, "reward"),
-            objective={k: getattr(trainer.args, k, None) for k in OBJECTIVE_KEYS},
+            objective=objective_of(trainer.args),
             # What accelerate really set up (MULTI_GPU = DDP, FSDP, DEEPSPEED, MULTI_CPU = gloo DDP, NO).
             distributed_type=str(getattr(trainer.accelerator, "distributed_type", "NO")).rpartition(".")[2],
             memory=memory,
