@@ -8,6 +8,7 @@ the paired difference of accuracy and reward. It also scores run A's SFT and fin
 MATH500 (accuracy by the seed rule and by math_equal).
 
     python3 bench/eval_checkpoints.py --a RUN_A --b RUN_B --gsm8k test.jsonl --math math500.jsonl --out X.json
+    python3 bench/eval_checkpoints.py --a RUN_A --gsm8k test.jsonl --math math500.jsonl --out X.json  # no B
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def score(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--a", type=Path, required=True, help="run A (the new defaults)")
-    ap.add_argument("--b", type=Path, required=True, help="run B (the same run before the fix)")
+    ap.add_argument("--b", type=Path, help="run B (the same run before the fix); without it: MATH500 only")
     ap.add_argument("--gsm8k", type=Path, required=True)
     ap.add_argument("--math", type=Path, help="MATH500 jsonl (problem, answer)")
     ap.add_argument("--max-new-tokens", type=int, default=384)
@@ -85,7 +86,7 @@ def main() -> int:
     from cli.run.rundir import RunDir
 
     report: dict[str, Any] = {}
-    step = common_step(args.a, args.b)
+    step = common_step(args.a, args.b) if args.b is not None else None
     if step is not None:
         rows, _ = load_rows(RunDir(args.a), None, args.gsm8k, args.limit)
         before, after = checkpoint(args.b, step), checkpoint(args.a, step)
