@@ -1,10 +1,10 @@
 """llama.cpp through the prebuilt library in the PyPI wheel ``xllamacpp`` (the ``gguf`` extra).
 
-Why: llama-cpp-python ships no Linux wheel on PyPI, so installing it compiles llama.cpp from its sdist
-(4.6 min on 2 cores here, ~22 min on a new user's machine, silent under ``pip -q``: docs/history.md "First
-runs"). ``xllamacpp`` ships llama.cpp prebuilt for manylinux2014 (glibc ≥ 2.17, baseline x86-64 kernels: no AMX, so no SIGILL on
-AMX-capable VMs). Its Python API is llama.cpp's server; its library also exports llama.cpp's C API, which
-we call through CFFI in ABI mode, and only what we need:
+Why: llama-cpp-python ships no Linux wheel on PyPI, so installing it compiles llama.cpp from its sdist (4.6
+min on 2 cores here, ~22 min on a new user's machine, silent under ``pip -q``: docs/history.md "First
+runs"). ``xllamacpp`` ships llama.cpp prebuilt for manylinux2014 (glibc ≥ 2.17, baseline x86-64 kernels: no
+AMX, so no SIGILL on AMX-capable VMs). Its Python API is llama.cpp's server; its library also exports
+llama.cpp's C API, which we call through CFFI in ABI mode, and only what we need:
 
 - model loading, tokenization with special tokens, GGUF metadata, and a greedy decode loop
   (``llama_decode`` + argmax over the last logits) for export verification and `grpo chat --source gguf`;

@@ -165,9 +165,13 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
     model, tokenizer = _load(plan)
     dataset, data_info = grpo_dataset(plan.cfg, plan.run, tokenizer, plan.budget.prompt)
     load_s = time.perf_counter() - t_load
-    announce(plan, data_info)
-    trainer, obs, live = _trainer(plan, model, tokenizer, dataset)
-    start_step, stopped, train_s = _train_or_finish(trainer, model, plan, obs.interrupt)
+    # Ctrl-C (or SIGTERM) from the banner on means "stop at the step's end": one that comes while the trainer
+    # is being built stops before the first rollout, as one during the rollout does.
+    interrupt = Interrupt(abandon_rollouts=world_size() == 1)
+    with interrupt.installed():
+        announce(plan, data_info)
+        trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt)
+        start_step, stopped, train_s = _train_or_finish(trainer, model, plan, interrupt)
     obs.device_peak.stop()
     dest = backends.save_trained_adapter(trainer, model, tokenizer, plan.run.grpo_dir / "adapter")
     result = GrpoResult.collect(
@@ -227,7 +231,9 @@ def vllm_note(g: Any, use_vllm: bool) -> str:
     return " + vLLM" if use_vllm else ""
 
 
-def _trainer(plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any) -> tuple[Any, Observers, Any]:
+def _trainer(
+    plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any, interrupt: Interrupt
+) -> tuple[Any, Observers, Any]:
     """Our GRPO trainer over ``model`` with the plan's arguments, its instruments and its live view."""
     import torch
     from trl import GRPOConfig
@@ -250,7 +256,7 @@ def _trainer(plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any) -> tuple[
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     obs = Observers(
-        interrupt=Interrupt(abandon_rollouts=world_size() == 1),
+        interrupt=interrupt,
         phases=PhaseTimes(PhaseTimes.cuda_sync()),
         memory=PhaseMemory(),
         refill=DynamicSampling(dataset, g.gens, max_retries=g.dynamic_max_retries, seed=plan.cfg.seed)
