@@ -168,6 +168,162 @@ const DROP_CMDS: &[&str] = &[
     "space",
 ];
 
+/// Commands the parser reads, and others that are known as they are (never split by
+/// [`known_command`]'s caller: `\neg` is not `\ne g`). Sorted (binary search; a test checks).
+const KNOWN: &[&str] = &[
+    "Im",
+    "Leftarrow",
+    "Pr",
+    "Re",
+    "Rightarrow",
+    "angle",
+    "approx",
+    "arc",
+    "arccos",
+    "arcsin",
+    "arctan",
+    "arg",
+    "bar",
+    "begin",
+    "bigcap",
+    "bigcup",
+    "binom",
+    "bmod",
+    "boxed",
+    "bullet",
+    "cap",
+    "cdotp",
+    "cdots",
+    "choose",
+    "circ",
+    "colon",
+    "cong",
+    "cos",
+    "cosh",
+    "cot",
+    "csc",
+    "cup",
+    "dagger",
+    "ddots",
+    "deg",
+    "degree",
+    "det",
+    "dim",
+    "dots",
+    "ell",
+    "emptyset",
+    "end",
+    "equiv",
+    "exists",
+    "exp",
+    "fbox",
+    "forall",
+    "frac",
+    "gcd",
+    "ge",
+    "hat",
+    "hline",
+    "hom",
+    "iff",
+    "iint",
+    "imath",
+    "implies",
+    "in",
+    "inf",
+    "infty",
+    "int",
+    "jmath",
+    "ker",
+    "land",
+    "langle",
+    "lceil",
+    "lcm",
+    "ldots",
+    "le",
+    "leftarrow",
+    "leftrightarrow",
+    "lfloor",
+    "lg",
+    "lim",
+    "liminf",
+    "limsup",
+    "ln",
+    "lnot",
+    "log",
+    "lor",
+    "mathbb",
+    "mathcal",
+    "mathfrak",
+    "mathscr",
+    "max",
+    "measuredangle",
+    "min",
+    "mod",
+    "mp",
+    "nabla",
+    "ne",
+    "neg",
+    "nmid",
+    "not",
+    "notin",
+    "odot",
+    "oint",
+    "oplus",
+    "otimes",
+    "over",
+    "overline",
+    "overrightarrow",
+    "parallel",
+    "partial",
+    "perp",
+    "pi",
+    "pm",
+    "pmod",
+    "prime",
+    "prod",
+    "propto",
+    "rangle",
+    "rceil",
+    "rfloor",
+    "rightarrow",
+    "sec",
+    "setminus",
+    "sim",
+    "simeq",
+    "sin",
+    "sinh",
+    "sqrt",
+    "star",
+    "subset",
+    "subseteq",
+    "sum",
+    "sup",
+    "supset",
+    "tan",
+    "tanh",
+    "thickapprox",
+    "tilde",
+    "to",
+    "triangle",
+    "underline",
+    "vdots",
+    "vec",
+    "vee",
+    "wedge",
+    "widearc",
+    "widehat",
+    "wp",
+];
+
+/// Whether `\name` is a command this verifier knows (so it is read whole, not split).
+fn known_command(name: &str) -> bool {
+    synonym(name).is_some()
+        || KNOWN.binary_search(&name).is_ok()
+        || TEXT_CMDS.contains(&name)
+        || DROP_CMDS.contains(&name)
+        || super::parse::GREEK.contains(&name)
+}
+
 fn synonym(name: &str) -> Option<Tok> {
     let t = |s: &str| Some(Tok::Cmd(s.to_owned()));
     match name {
@@ -249,6 +405,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
     let mut bracket_depth = 0usize; // ( [ \{ nesting, for thousands separators
     let mut word = String::new();
     let mut skip_close = 0usize; // `}` to drop after `^{\circ}`
+    let mut envs = 0usize; // open `\begin{…}` environments
     let mut i = 0;
     let in_text = |b: &Vec<bool>| b.last().copied().unwrap_or(false);
 
@@ -294,8 +451,10 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                         i += 1;
                     }
                 }
-                // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets.
-                while !point && bracket_depth == 0 {
+                // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets, after a
+                // leading group of one to three digits, not in a denominator (`3/5,117/125` lists).
+                let grouped = int.len() <= 3 && out.last() != Some(&Tok::P('/'));
+                while !point && bracket_depth == 0 && grouped {
                     let Some(j) = thousands_group(&chars, i) else {
                         break;
                     };
@@ -319,6 +478,14 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 i += 1;
                 let Some(&d) = chars.get(i) else { break };
                 if !d.is_ascii_alphabetic() {
+                    if d.is_ascii_digit() {
+                        // a stray `\` before a digit: the digit stays; in a matrix, a row ends
+                        // (`\begin{pmatrix}1&0\0&1\end{pmatrix}` lost a backslash)
+                        if envs > 0 {
+                            out.push(Tok::RowSep);
+                        }
+                        continue;
+                    }
                     i += 1;
                     match d {
                         '{' => {
@@ -341,9 +508,21 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 while i < n && chars[i].is_ascii_alphabetic() {
                     i += 1;
                 }
-                let name: String = chars[start..i].iter().collect();
+                let mut name: String = chars[start..i].iter().collect();
+                if !known_command(&name) {
+                    // `\pia^2`, `\sinx`, `\leqg(x)`: a known command glued to the letters after it
+                    if let Some(k) = (2..name.len()).rev().find(|&k| known_command(&name[..k])) {
+                        name.truncate(k);
+                        i = start + k;
+                    }
+                }
                 if name == "begin" || name == "end" {
                     let env = braced_word(&chars, &mut i);
+                    envs = if name == "begin" {
+                        envs + 1
+                    } else {
+                        envs.saturating_sub(1)
+                    };
                     out.push(if name == "begin" {
                         Tok::Begin(env)
                     } else {
@@ -384,6 +563,11 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 }
                 out.push(synonym(&name).unwrap_or(Tok::Cmd(name)));
             }
+            '{' if !in_text(&braces) && comma_group(&chars, i).is_some() => {
+                // `6,8{,}10`: `{,}` not between thousands is a comma
+                i = comma_group(&chars, i).unwrap_or(i + 1);
+                push_comma(&mut out);
+            }
             '{' => {
                 if in_text(&braces) {
                     braces.push(true);
@@ -401,6 +585,11 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 }
                 match braces.pop() {
                     Some(true) => {}
+                    // `{ or }` is `{,}`: a comma, as it reads back
+                    _ if out.ends_with(&[Tok::P('{'), Tok::P(',')]) => {
+                        out.truncate(out.len() - 2);
+                        push_comma(&mut out);
+                    }
                     _ => out.push(Tok::P('}')),
                 }
             }
@@ -437,6 +626,44 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 out.push(Tok::Cmd("ge".into()));
                 i += 1;
             }
+            '≠' | '≈' | '∈' | '∪' | '±' | '∓' => {
+                let name = match c {
+                    '≠' => "ne",
+                    '≈' => "approx",
+                    '∈' => "in",
+                    '∪' => "cup",
+                    '±' => "pm",
+                    _ => "mp",
+                };
+                out.push(Tok::Cmd(name.into()));
+                i += 1;
+            }
+            '÷' => {
+                out.push(Tok::P('/'));
+                i += 1;
+            }
+            // ASCII relations: `<=`, `>=`, `!=` (not after a number: `5!=120` is a factorial)
+            '<' | '>' | '!'
+                if chars.get(i + 1) == Some(&'=')
+                    && !(c == '!' && matches!(out.last(), Some(Tok::Num { .. } | Tok::P(')')))) =>
+            {
+                let name = match c {
+                    '<' => "le",
+                    '>' => "ge",
+                    _ => "ne",
+                };
+                out.push(Tok::Cmd(name.into()));
+                i += 2;
+            }
+            ',' => {
+                push_comma(&mut out);
+                i += 1;
+            }
+            _ if c.is_ascii_alphabetic() && bare_join_word(&chars, i).is_some() => {
+                // `19, 46, and 82`, `(11,7)or(7,11)`: a bare `and` / `or` separates items
+                i += bare_join_word(&chars, i).unwrap_or(1);
+                push_comma(&mut out);
+            }
             _ if c.is_alphabetic() => {
                 for l in c.to_lowercase() {
                     // `Π` lower-cases to `π`, which is the constant (as a bare `π` is)
@@ -463,6 +690,37 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
     drop_units(out)
 }
 
+/// A comma, unless the tokens end with one or have none (`1, and 2` is `1, 2`).
+fn push_comma(out: &mut Vec<Tok>) {
+    // (a unit mark is dropped later: what counts is the token before it)
+    if !matches!(
+        out.iter().rfind(|t| **t != Tok::Unit),
+        None | Some(Tok::P(','))
+    ) {
+        out.push(Tok::P(','));
+    }
+}
+
+/// The length of a bare `and` / `or` (any case) at `i`, a word of its own (no letter around it).
+fn bare_join_word(chars: &[char], i: usize) -> Option<usize> {
+    let letter = |k: usize| chars.get(k).is_some_and(|c| c.is_alphabetic());
+    if i > 0 && letter(i - 1) {
+        return None;
+    }
+    for w in ["and", "or"] {
+        let n = w.len();
+        let hit = chars.get(i..i + n).is_some_and(|cs| {
+            cs.iter()
+                .zip(w.chars())
+                .all(|(a, b)| a.to_ascii_lowercase() == b)
+        });
+        if hit && !letter(i + n) {
+            return Some(n);
+        }
+    }
+    None
+}
+
 /// A finished text word: units become a `Unit` mark (dropped with their `^2` by [`drop_units`]),
 /// `and`/`or` become commas.
 fn push_word(out: &mut Vec<Tok>, w: String) {
@@ -471,7 +729,7 @@ fn push_word(out: &mut Vec<Tok>, w: String) {
         return;
     }
     match w.as_str() {
-        "and" | "or" => out.push(Tok::P(',')),
+        "and" | "or" => push_comma(out),
         _ if w.chars().count() == 1 => out.extend(w.chars().map(Tok::Letter)),
         _ => out.push(Tok::Word(w)),
     }
@@ -558,17 +816,27 @@ fn trailing_bare_unit(toks: &mut Vec<Tok>) {
     {
         end -= 4;
     }
-    let mut start = end;
+    // `440{cm}^2`: the unit may be in braces
+    let braced = end >= 1 && toks[end - 1] == Tok::P('}');
+    let letters_end = if braced { end - 1 } else { end };
+    let mut start = letters_end;
     while start > 0 && matches!(toks[start - 1], Tok::Letter(_)) {
         start -= 1;
     }
-    if end - start < 2 || start == 0 {
+    if letters_end - start < 2 || start == 0 {
         return;
+    }
+    let letters = start;
+    if braced {
+        if toks[start - 1] != Tok::P('{') || start < 2 {
+            return;
+        }
+        start -= 1;
     }
     if !matches!(toks[start - 1], Tok::Num { .. } | Tok::P('}' | ')')) {
         return;
     }
-    let word: String = toks[start..end]
+    let word: String = toks[letters..letters_end]
         .iter()
         .filter_map(|t| {
             if let Tok::Letter(c) = t {
@@ -583,14 +851,25 @@ fn trailing_bare_unit(toks: &mut Vec<Tok>) {
     }
 }
 
+/// `{,}` or `{ , }` at `i`: the index after it.
+fn comma_group(chars: &[char], i: usize) -> Option<usize> {
+    let mut j = i;
+    let eat = |c: char, j: &mut usize| {
+        while chars.get(*j) == Some(&' ') {
+            *j += 1;
+        }
+        let hit = chars.get(*j) == Some(&c);
+        *j += 1;
+        hit
+    };
+    (eat('{', &mut j) && eat(',', &mut j) && eat('}', &mut j)).then_some(j)
+}
+
 /// `, ddd` right after an integer at `i` (no space unless `\!`), returning the index of the digits.
 fn thousands_group(chars: &[char], i: usize) -> Option<usize> {
     let mut j = i;
-    if chars.get(j) == Some(&'{')
-        && chars.get(j + 1) == Some(&',')
-        && chars.get(j + 2) == Some(&'}')
-    {
-        j += 3;
+    if let Some(k) = comma_group(chars, j).filter(|_| chars.get(j) == Some(&'{')) {
+        j = k;
     } else if chars.get(j) == Some(&',') {
         j += 1;
     } else {
@@ -656,7 +935,13 @@ pub fn render(toks: &[Tok]) -> String {
                 let _ = write!(s, "\\{c} ");
             }
             Tok::P(',') => s.push_str(", "),
-            Tok::P(c) => s.push(*c),
+            Tok::P(c) => {
+                // `<` `=` is two tokens: written together it would read back as `\le`
+                if *c == '=' && s.ends_with(['<', '>', '!']) {
+                    s.push(' ');
+                }
+                s.push(*c);
+            }
             Tok::SetOpen => s.push_str("\\{"),
             Tok::SetClose => s.push_str("\\}"),
             // the space keeps `\\` + letters from reading back as a command (`\\boxed`)
@@ -672,5 +957,29 @@ pub fn render(toks: &[Tok]) -> String {
         }
         prev_num = is_num;
     }
-    s
+    keep_letters_apart(s)
+}
+
+/// Letters that would read back as a bare `and` / `or` (`a n d` is a product) get a space inside.
+fn keep_letters_apart(s: String) -> String {
+    if !s.contains("and") && !s.contains("or") {
+        return s;
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        out.push(c);
+        i += 1;
+        if c == '\\' {
+            while i < chars.len() && chars[i].is_ascii_alphabetic() {
+                out.push(chars[i]);
+                i += 1;
+            }
+        } else if c.is_ascii_alphabetic() && bare_join_word(&chars, i - 1).is_some() {
+            out.push(' ');
+        }
+    }
+    out
 }

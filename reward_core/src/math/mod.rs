@@ -80,54 +80,37 @@
     clippy::single_match_else
 )]
 
+pub mod cmp;
+pub mod extract;
 pub mod lex;
+pub mod matrix;
 pub mod num;
 pub mod parse;
+pub mod reading;
 
+use cmp::item_eq;
 use lex::Tok;
-use num::{proportional, val_eq, Val};
-use parse::{Item, Parser, Rel, MAX_ITEMS};
+use parse::{Item, Parser};
 
-/// The answer text of `s`: the last `\boxed{…}` if there is one, else `s`.
-fn answer_part(s: &str) -> &str {
-    let s = if s.contains("\\boxed") || s.contains("\\fbox") {
-        lex::last_boxed(s).unwrap_or(s)
-    } else {
-        s
-    };
-    trailing_words(last_math_segment(s))
-}
-
-/// The last `$…$` / `$$…$$` segment of a text that has one (`The answer is $\frac12$.`).
-fn last_math_segment(s: &str) -> &str {
-    if !s.contains('$') {
-        return s;
+/// The tokens of the answer of `s` (see [`extract`]): several segments are joined by commas,
+/// into one list.
+fn answer_tokens(s: &str) -> Vec<Tok> {
+    let segs = extract::answer_segments(s);
+    if let [one] = segs.as_slice() {
+        return lex::tokenize(trailing_words(one));
     }
-    // (start, end) byte ranges of the unescaped delimiters; `$$` is one delimiter.
-    let b = s.as_bytes();
-    let mut delims: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2, // `\$` is a dollar sign, not a delimiter
-            b'$' => {
-                let n = if b.get(i + 1) == Some(&b'$') { 2 } else { 1 };
-                delims.push((i, i + n));
-                i += n;
-            }
-            _ => i += 1,
+    let mut out = Vec::new();
+    for seg in segs {
+        let toks = lex::tokenize(trailing_words(seg));
+        if toks.is_empty() {
+            continue;
         }
+        if !matches!(out.last(), None | Some(Tok::P(','))) {
+            out.push(Tok::P(','));
+        }
+        out.extend(toks);
     }
-    if delims.len() < 2 {
-        return s;
-    }
-    let (open, close) = if delims.len() % 2 == 0 {
-        (delims[delims.len() - 2], delims[delims.len() - 1])
-    } else {
-        // an odd count: the last complete pair before the stray one
-        (delims[delims.len() - 3], delims[delims.len() - 2])
-    };
-    s.get(open.1..close.0).unwrap_or(s)
+    out
 }
 
 /// `12 apples`, `5.4 red cents.`: up to three plain words after a number (or a closing bracket)
@@ -154,13 +137,12 @@ fn trailing_words(s: &str) -> &str {
 
 /// The normalised text of an answer (tokenized and rendered back; idempotent).
 pub fn normalize(s: &str) -> String {
-    lex::render(&lex::tokenize(answer_part(s)))
+    lex::render(&answer_tokens(s))
 }
 
 /// A parsed answer, or None when it cannot be read as math.
 pub fn parse_answer(s: &str) -> Option<Item> {
-    let toks = lex::tokenize(answer_part(s));
-    parse_tokens(&toks)
+    parse_tokens(&answer_tokens(s))
 }
 
 fn parse_tokens(toks: &[Tok]) -> Option<Item> {
@@ -169,8 +151,8 @@ fn parse_tokens(toks: &[Tok]) -> Option<Item> {
 
 /// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).
 pub fn math_equal(pred: &str, gold: &str) -> bool {
-    let tp = lex::tokenize(answer_part(pred));
-    let tg = lex::tokenize(answer_part(gold));
+    let tp = answer_tokens(pred);
+    let tg = answer_tokens(gold);
     if tp.is_empty() || tg.is_empty() {
         return false;
     }
@@ -259,232 +241,6 @@ pub fn extract_answer<'a>(
         }
     }
     lex::last_boxed(text)
-}
-
-// ---- comparison -------------------------------------------------------------------------------
-
-/// The right-hand side of an assignment `x = …` / `x ∈ …`.
-fn assignment_rhs(item: &Item) -> Option<&Item> {
-    match item {
-        Item::Relation(sides, ops, lones)
-            if lones[0] && ops.iter().all(|o| matches!(o, Rel::Eq | Rel::In)) =>
-        {
-            sides.last()
-        }
-        _ => None,
-    }
-}
-
-/// `x ≤ 3` → `(-∞, 3]`, `1 < x ≤ 2` → `(1, 2]`: an inequality on one lone variable as the interval
-/// of its solutions (so it equals an interval answer, as in Math-Verify).
-fn as_interval(item: &Item) -> Option<Item> {
-    let Item::Relation(sides, ops, lones) = item else {
-        return None;
-    };
-    if !ops.iter().all(|o| matches!(o, Rel::Lt | Rel::Le)) {
-        return None;
-    }
-    let inf = |sign: f64| Item::Val(vec![Val::float(num::C::real(sign * f64::INFINITY))]);
-    let bound = |x: &Item| matches!(x, Item::Val(v) if v.len() == 1 && !v[0].vars);
-    match (sides.as_slice(), lones.as_slice(), ops.as_slice()) {
-        ([_, b], [true, false], [o]) if bound(b) => Some(Item::Interval {
-            lo: Box::new(inf(-1.0)),
-            hi: Box::new(b.clone()),
-            lo_closed: false,
-            hi_closed: *o == Rel::Le,
-        }),
-        ([a, _], [false, true], [o]) if bound(a) => Some(Item::Interval {
-            lo: Box::new(a.clone()),
-            hi: Box::new(inf(1.0)),
-            lo_closed: *o == Rel::Le,
-            hi_closed: false,
-        }),
-        ([a, _, b], [false, true, false], [o1, o2]) if bound(a) && bound(b) => {
-            Some(Item::Interval {
-                lo: Box::new(a.clone()),
-                hi: Box::new(b.clone()),
-                lo_closed: *o1 == Rel::Le,
-                hi_closed: *o2 == Rel::Le,
-            })
-        }
-        _ => None,
-    }
-}
-
-fn is_infinite(item: &Item) -> bool {
-    matches!(item, Item::Val(v) if v.len() == 1 && v[0].is_infinite())
-}
-
-/// Values of a ± expression as items (one each).
-fn val_items(v: &[Val]) -> Vec<Item> {
-    v.iter().map(|x| Item::Val(vec![x.clone()])).collect()
-}
-
-/// Set elements with ± values spread out (`\{1\pm\sqrt5, -2\}` has three).
-fn flatten(items: &[Item]) -> Vec<Item> {
-    let mut out = Vec::with_capacity(items.len());
-    for it in items {
-        match it {
-            Item::Val(v) if v.len() > 1 => out.extend(val_items(v)),
-            _ => out.push(it.clone()),
-        }
-    }
-    out
-}
-
-fn unordered_eq(a: &[&Item], b: &[&Item]) -> bool {
-    if a.len() != b.len() || a.len() > MAX_ITEMS {
-        return false;
-    }
-    let mut used = vec![false; b.len()];
-    'outer: for x in a {
-        for (j, y) in b.iter().enumerate() {
-            if !used[j] && item_eq(x, y) {
-                used[j] = true;
-                continue 'outer;
-            }
-        }
-        return false;
-    }
-    true
-}
-
-fn ordered_eq(a: &[&Item], b: &[&Item]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| item_eq(x, y))
-}
-
-fn diff(sides: &[Item]) -> Option<Val> {
-    match sides {
-        [Item::Val(l), Item::Val(r)] if l.len() == 1 && r.len() == 1 => Some(l[0].sub(&r[0])),
-        _ => None,
-    }
-}
-
-fn relation_eq(gs: &[Item], gops: &[Rel], ps: &[Item], pops: &[Rel]) -> bool {
-    if gops != pops {
-        return false;
-    }
-    if gops.len() == 1 && gops[0] != Rel::In {
-        if let (Some(dg), Some(dp)) = (diff(gs), diff(ps)) {
-            let positive = matches!(gops[0], Rel::Lt | Rel::Le);
-            return proportional(&dg, &dp, positive);
-        }
-    }
-    ordered_eq(
-        &gs.iter().collect::<Vec<_>>(),
-        &ps.iter().collect::<Vec<_>>(),
-    )
-}
-
-/// Structural equality under the rules of the module docs (symmetric).
-fn item_eq(g: &Item, p: &Item) -> bool {
-    use Item::{Interval, Matrix, Relation, Set, Text, Tuple, Union};
-    match (g, p) {
-        (Relation(gs, gops, _), Relation(ps, pops, _)) => {
-            if relation_eq(gs, gops, ps, pops) {
-                return true;
-            }
-            // Two assignments to the same variable: compare what is assigned.
-            match (assignment_rhs(g), assignment_rhs(p)) {
-                (Some(a), Some(b)) => item_eq(&gs[0], &ps[0]) && item_eq(a, b),
-                _ => false,
-            }
-        }
-        (Relation(..), _) => {
-            assignment_rhs(g).is_some_and(|r| item_eq(r, p))
-                || as_interval(g).is_some_and(|i| item_eq(&i, p))
-        }
-        (_, Relation(..)) => {
-            assignment_rhs(p).is_some_and(|r| item_eq(g, r))
-                || as_interval(p).is_some_and(|i| item_eq(g, &i))
-        }
-        (Item::Val(a), Item::Val(b)) => match (a.as_slice(), b.as_slice()) {
-            ([x], [y]) => val_eq(x, y),
-            _ => {
-                let (a, b) = (val_items(a), val_items(b));
-                unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-            }
-        },
-        (Text(a), Text(b)) => a == b,
-        (Tuple(a), Tuple(b)) => {
-            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {
-            if a.len() == 1 || b.len() == 1 {
-                return unwrap_one(g, p);
-            }
-            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Set(a), Set(b)) => {
-            let (a, b) = (flatten(a), flatten(b));
-            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Item::Val(v), Set(s)) | (Set(s), Item::Val(v)) if v.len() > 1 => {
-            let (vs, s) = (val_items(v), flatten(s));
-            unordered_eq(
-                &vs.iter().collect::<Vec<_>>(),
-                &s.iter().collect::<Vec<_>>(),
-            )
-        }
-        (
-            Interval {
-                lo: a,
-                hi: b,
-                lo_closed: c,
-                hi_closed: d,
-            },
-            Interval {
-                lo: e,
-                hi: f,
-                lo_closed: h,
-                hi_closed: k,
-            },
-        ) => {
-            // An infinite end is never in the set: `[-\infty, 2)` = `(-\infty, 2)`.
-            let closed_eq = |x: bool, y: bool, end: &Item| x == y || is_infinite(end);
-            closed_eq(*c, *h, a) && closed_eq(*d, *k, b) && item_eq(a, e) && item_eq(b, f)
-        }
-        (Interval { .. }, Tuple(t)) | (Tuple(t), Interval { .. }) if t.len() == 2 => {
-            // `(a, b)` is also the open interval
-            let open = Interval {
-                lo: Box::new(t[0].clone()),
-                hi: Box::new(t[1].clone()),
-                lo_closed: false,
-                hi_closed: false,
-            };
-            if matches!(g, Tuple(_)) {
-                item_eq(&open, p)
-            } else {
-                item_eq(g, &open)
-            }
-        }
-        (Union(a), Union(b)) => {
-            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Matrix(a), Matrix(b)) => {
-            a.len() == b.len()
-                && a.iter().zip(b).all(|(r, s)| {
-                    ordered_eq(&r.iter().collect::<Vec<_>>(), &s.iter().collect::<Vec<_>>())
-                })
-        }
-        _ => unwrap_one(g, p),
-    }
-}
-
-/// A one-element collection against anything else: compare its element.
-fn unwrap_one(g: &Item, p: &Item) -> bool {
-    let one = |x: &Item| match x {
-        Item::Set(v) | Item::Tuple(v) if v.len() == 1 => Some(v[0].clone()),
-        Item::Val(v) if v.len() > 1 && v.iter().skip(1).all(|y| val_eq(y, &v[0])) => {
-            Some(Item::Val(vec![v[0].clone()]))
-        }
-        _ => None,
-    };
-    match (one(g), one(p)) {
-        (Some(a), _) if !matches!(p, Item::Set(_) | Item::Tuple(_)) => item_eq(&a, p),
-        (_, Some(b)) if !matches!(g, Item::Set(_) | Item::Tuple(_)) => item_eq(g, &b),
-        _ => false,
-    }
 }
 
 #[cfg(test)]

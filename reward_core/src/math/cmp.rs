@@ -1,0 +1,241 @@
+//! Structural equality of parsed answers ([`item_eq`]), under the rules of the module docs of
+//! `math`. Every rule is symmetric; collections are bounded ([`MAX_ITEMS`]), so the work is at most
+//! quadratic in a bounded number of elements.
+
+use super::num::{proportional, val_eq, Val};
+use super::parse::{Item, Rel, MAX_ITEMS};
+
+/// Most labels of a labelled tuple matched up to their order (`y = 2, x = 1` against `(x, y)`).
+const MAX_PERMUTED: usize = 8;
+
+pub fn is_infinite(item: &Item) -> bool {
+    matches!(item, Item::Val(v) if v.len() == 1 && v[0].is_infinite())
+}
+
+/// Values of a ± expression as items (one each).
+fn val_items(v: &[Val]) -> Vec<Item> {
+    v.iter().map(|x| Item::Val(vec![x.clone()])).collect()
+}
+
+/// Set elements with ± values spread out (`\{1\pm\sqrt5, -2\}` has three) and repeats dropped
+/// (`\{2, 1, 1\}` = `\{1, 2\}`).
+fn elements(items: &[Item]) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::with_capacity(items.len());
+    let push = |x: Item, out: &mut Vec<Item>| {
+        if !out.iter().any(|y| item_eq(y, &x)) {
+            out.push(x);
+        }
+    };
+    for it in items.iter().take(MAX_ITEMS) {
+        match it {
+            Item::Val(v) if v.len() > 1 => {
+                for x in val_items(v) {
+                    push(x, &mut out);
+                }
+            }
+            _ => push(it.clone(), &mut out),
+        }
+    }
+    out
+}
+
+fn unordered_eq(a: &[Item], b: &[Item]) -> bool {
+    if a.len() != b.len() || a.len() > MAX_ITEMS {
+        return false;
+    }
+    let mut used = vec![false; b.len()];
+    'outer: for x in a {
+        for (j, y) in b.iter().enumerate() {
+            if !used[j] && item_eq(x, y) {
+                used[j] = true;
+                continue 'outer;
+            }
+        }
+        return false;
+    }
+    true
+}
+
+fn ordered_eq(a: &[Item], b: &[Item]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| item_eq(x, y))
+}
+
+fn diff(sides: &[Item]) -> Option<Val> {
+    match sides {
+        [Item::Val(l), Item::Val(r)] if l.len() == 1 && r.len() == 1 => Some(l[0].sub(&r[0])),
+        _ => None,
+    }
+}
+
+/// Two relations as written: the same operators, and `lhs − rhs` proportional (one operator) or
+/// every side equal (a chain).
+fn relation_eq(g: &Item, p: &Item) -> bool {
+    let (Item::Relation(gs, gops, _), Item::Relation(ps, pops, _)) = (g, p) else {
+        return false;
+    };
+    if gops != pops {
+        return false;
+    }
+    if gops.len() == 1 && gops[0] != Rel::In {
+        // (two constant differences are always proportional: `0.56 = 56` is not `0.66 = 56`)
+        if let Some((dg, dp)) = diff(gs).zip(diff(ps)).filter(|(a, b)| a.vars || b.vars) {
+            let positive = matches!(gops[0], Rel::Lt | Rel::Le);
+            return proportional(&dg, &dp, positive);
+        }
+    }
+    ordered_eq(gs, ps)
+}
+
+/// Labelled answers: the labels and the values agree; a labelled tuple matches another labelled
+/// tuple whatever the order of its labels (`x = 1, y = 2` = `(y, x) = (2, 1)`).
+fn labelled_eq(a: &Item, b: &Item) -> bool {
+    let (
+        Item::Labelled {
+            label: la,
+            value: va,
+            raw: ra,
+        },
+        Item::Labelled {
+            label: lb,
+            value: vb,
+            raw: rb,
+        },
+    ) = (a, b)
+    else {
+        return false;
+    };
+    if let (Some(x), Some(y)) = (ra, rb) {
+        if relation_eq(x, y) {
+            return true;
+        }
+    }
+    let (Some(la), Some(lb)) = (la, lb) else {
+        return item_eq(va, vb);
+    };
+    if item_eq(la, lb) {
+        return item_eq(va, vb);
+    }
+    let (Item::Tuple(xs), Item::Tuple(ys)) = (&**la, &**lb) else {
+        return false;
+    };
+    if xs.len() != ys.len() || xs.len() > MAX_PERMUTED {
+        return false;
+    }
+    // perm[i]: which of b's labels is a's i-th
+    let mut perm = Vec::with_capacity(xs.len());
+    for x in xs {
+        match (0..ys.len()).find(|&j| !perm.contains(&j) && item_eq(x, &ys[j])) {
+            Some(j) => perm.push(j),
+            None => return false,
+        }
+    }
+    permuted(vb, &perm).is_some_and(|v| item_eq(va, &v))
+}
+
+/// A tuple (or a set of tuples) with its entries reordered: entry `i` is the old entry `perm[i]`.
+fn permuted(v: &Item, perm: &[usize]) -> Option<Item> {
+    match v {
+        Item::Tuple(t) if t.len() == perm.len() => {
+            Some(Item::Tuple(perm.iter().map(|&j| t[j].clone()).collect()))
+        }
+        Item::Set(s) => Some(Item::Set(
+            s.iter()
+                .map(|x| permuted(x, perm))
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        _ => None,
+    }
+}
+
+/// Structural equality under the rules of the module docs (symmetric).
+#[allow(clippy::too_many_lines)] // one match over pairs of kinds
+pub fn item_eq(g: &Item, p: &Item) -> bool {
+    use Item::{Alt, Interval, Labelled, Matrix, Ratio, Relation, Set, Text, Tuple, Union};
+    match (g, p) {
+        // one reading of a consistent chain is enough (`\frac{6}{2} = 3` = `3`)
+        (Alt(a), _) => a.iter().any(|x| item_eq(x, p)),
+        (_, Alt(b)) => b.iter().any(|y| item_eq(g, y)),
+        (Labelled { .. }, Labelled { .. }) => labelled_eq(g, p),
+        (Labelled { raw, .. }, Relation(..)) => raw.as_deref().is_some_and(|r| relation_eq(r, p)),
+        (Relation(..), Labelled { raw, .. }) => raw.as_deref().is_some_and(|r| relation_eq(g, r)),
+        (Labelled { value, .. }, _) => item_eq(value, p),
+        (_, Labelled { value, .. }) => item_eq(g, value),
+        (Relation(..), Relation(..)) => relation_eq(g, p),
+        (Relation(..), _) | (_, Relation(..)) => false,
+        (Item::Val(a), Item::Val(b)) => match (a.as_slice(), b.as_slice()) {
+            ([x], [y]) => val_eq(x, y),
+            _ => unordered_eq(&elements(&val_items(a)), &elements(&val_items(b))),
+        },
+        (Text(a), Text(b)) => a == b,
+        (Ratio(a), Ratio(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| val_eq(x, y)),
+        (Tuple(a), Tuple(b)) => ordered_eq(a, b),
+        (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {
+            if a.len() == 1 || b.len() == 1 {
+                return unwrap_one(g, p);
+            }
+            ordered_eq(a, b)
+        }
+        (Set(a), Set(b)) => unordered_eq(&elements(a), &elements(b)),
+        (Item::Val(v), Set(s)) | (Set(s), Item::Val(v)) if v.len() > 1 => {
+            unordered_eq(&elements(&val_items(v)), &elements(s))
+        }
+        (
+            Interval {
+                lo: a,
+                hi: b,
+                lo_closed: c,
+                hi_closed: d,
+            },
+            Interval {
+                lo: e,
+                hi: f,
+                lo_closed: h,
+                hi_closed: k,
+            },
+        ) => {
+            // An infinite end is never in the set: `[-\infty, 2)` = `(-\infty, 2)`.
+            let closed_eq = |x: bool, y: bool, end: &Item| x == y || is_infinite(end);
+            closed_eq(*c, *h, a) && closed_eq(*d, *k, b) && item_eq(a, e) && item_eq(b, f)
+        }
+        (Interval { .. }, Tuple(t)) | (Tuple(t), Interval { .. }) if t.len() == 2 => {
+            // `(a, b)` is also the open interval
+            let open = Interval {
+                lo: Box::new(t[0].clone()),
+                hi: Box::new(t[1].clone()),
+                lo_closed: false,
+                hi_closed: false,
+            };
+            if matches!(g, Tuple(_)) {
+                item_eq(&open, p)
+            } else {
+                item_eq(g, &open)
+            }
+        }
+        (Union(a), Union(b)) => unordered_eq(a, b),
+        (Matrix(a), Matrix(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(r, s)| ordered_eq(r, s))
+        }
+        _ => unwrap_one(g, p),
+    }
+}
+
+/// A one-element collection against anything else: compare its element.
+fn unwrap_one(g: &Item, p: &Item) -> bool {
+    let one = |x: &Item| match x {
+        Item::Set(v) => match elements(v).as_slice() {
+            [e] => Some(e.clone()),
+            _ => None,
+        },
+        Item::Tuple(v) if v.len() == 1 => Some(v[0].clone()),
+        Item::Val(v) if v.len() > 1 && v.iter().skip(1).all(|y| val_eq(y, &v[0])) => {
+            Some(Item::Val(vec![v[0].clone()]))
+        }
+        _ => None,
+    };
+    let collection = |x: &Item| matches!(x, Item::Set(_) | Item::Tuple(_));
+    match (one(g), one(p)) {
+        (Some(a), _) if !collection(p) => item_eq(&a, p),
+        (_, Some(b)) if !collection(g) => item_eq(g, &b),
+        _ => false,
+    }
+}
