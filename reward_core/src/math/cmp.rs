@@ -132,6 +132,15 @@ fn labelled_eq(a: &Item, b: &Item) -> bool {
     permuted(vb, &perm).is_some_and(|v| item_eq(va, &v))
 }
 
+/// A labelled tuple read from a list (`x = 1, y = 2`, no relation written around it).
+fn from_list(item: &Item) -> bool {
+    matches!(
+        item,
+        Item::Labelled { label: Some(l), value, raw: None }
+            if matches!(**l, Item::Tuple(_)) && matches!(**value, Item::Tuple(_))
+    )
+}
+
 /// A tuple (or a set of tuples) with its entries reordered: entry `i` is the old entry `perm[i]`.
 fn permuted(v: &Item, perm: &[usize]) -> Option<Item> {
     match v {
@@ -158,6 +167,13 @@ pub fn item_eq(g: &Item, p: &Item) -> bool {
         (Labelled { .. }, Labelled { .. }) => labelled_eq(g, p),
         (Labelled { raw, .. }, Relation(..)) => raw.as_deref().is_some_and(|r| relation_eq(r, p)),
         (Relation(..), Labelled { raw, .. }) => raw.as_deref().is_some_and(|r| relation_eq(g, r)),
+        // labelled values listed (`x_1 = 2, x_2 = 3`) against a set: a set too
+        (Labelled { value, .. }, Set(s)) | (Set(s), Labelled { value, .. })
+            if from_list(g) || from_list(p) =>
+        {
+            let Tuple(t) = &**value else { return false };
+            unordered_eq(&elements(t), &elements(s))
+        }
         (Labelled { value, .. }, _) => item_eq(value, p),
         (_, Labelled { value, .. }) => item_eq(g, value),
         (Relation(..), Relation(..)) => relation_eq(g, p),
@@ -212,6 +228,12 @@ pub fn item_eq(g: &Item, p: &Item) -> bool {
             }
         }
         (Union(a), Union(b)) => unordered_eq(a, b),
+        // `x < -1 \text{ or } x > 2`: intervals listed are their union
+        (Set(a), Union(b)) | (Union(b), Set(a))
+            if a.iter().all(|x| matches!(x, Interval { .. })) =>
+        {
+            unordered_eq(&elements(a), b)
+        }
         (Matrix(a), Matrix(b)) => {
             a.len() == b.len() && a.iter().zip(b).all(|(r, s)| ordered_eq(r, s))
         }

@@ -12,18 +12,60 @@ pub const MAX_SEGMENTS: usize = 64;
 /// Longest text between two boxes (or math segments) that can still join them into one answer.
 const MAX_GAP: usize = 96;
 
-/// The answer of `s`: one segment, several (a set), or none (an empty or unclosed last box).
-pub fn answer_segments(s: &str) -> Vec<&str> {
+/// Where the answer of a text is: one piece or several (a set), or none (an empty or unclosed
+/// last box).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Answer<'a> {
+    pub pieces: Vec<Piece<'a>>,
+    /// The pieces are boxes (several boxes are always one set); else math segments of prose,
+    /// which are one set only when they read alike (see `math::answer_tokens`).
+    pub boxed: bool,
+}
+
+/// One piece of an answer: its text, and whether it is display math (`\[…\]`, `$$…$$`,
+/// `\begin{align*}`), whose last line is what it states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece<'a> {
+    pub text: &'a str,
+    pub display: bool,
+}
+
+impl<'a> Piece<'a> {
+    fn plain(text: &'a str) -> Self {
+        Piece {
+            text,
+            display: false,
+        }
+    }
+}
+
+/// The answer of `s` (see [`Answer`] and the module docs).
+pub fn answer(s: &str) -> Answer<'_> {
     let s = clip(s);
     if let Some(boxes) = boxed_chain(s) {
-        return boxes;
+        return Answer {
+            pieces: boxes.into_iter().map(Piece::plain).collect(),
+            boxed: true,
+        };
     }
     let segs = math_segments(s);
     let skip = Skip::new(s, &segs);
-    if let Some(a) = after_anchor(s, &segs, &skip) {
-        return a;
+    let pieces = after_anchor(s, &segs, &skip).unwrap_or_else(|| in_prose(s, &segs, &skip));
+    Answer {
+        pieces,
+        boxed: false,
     }
-    let number = last_number_run(s, &skip, 0, s.len());
+}
+
+/// The segments' texts of [`answer`], for tests and callers that need no more.
+pub fn answer_segments(s: &str) -> Vec<&str> {
+    answer(s).pieces.iter().map(|p| p.text).collect()
+}
+
+/// No box and no answer phrase: the last math segment or number run of the prose, whichever is
+/// last; a text that is no prose is its own answer.
+fn in_prose<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Vec<Piece<'a>> {
+    let number = last_number_run(s, skip, 0, s.len());
     // The last math segment that is more than a mention of a variable (`the largest $n$ is 34`).
     let real = segs
         .iter()
@@ -31,13 +73,13 @@ pub fn answer_segments(s: &str) -> Vec<&str> {
     match number {
         Some((a, e))
             if real.map_or(true, |k| segs[k].end <= a)
-                && (!segs.is_empty() || is_prose(s, &skip)) =>
+                && (!segs.is_empty() || is_prose(s, skip)) =>
         {
-            vec![&s[a..e]]
+            vec![Piece::plain(&s[a..e])]
         }
         _ => match real.or(segs.len().checked_sub(1)) {
-            Some(k) => segment_chain(s, &segs, k),
-            None => vec![s],
+            Some(k) => segment_chain(s, segs, k),
+            None => vec![Piece::plain(s)],
         },
     }
 }
@@ -201,6 +243,16 @@ pub struct Seg {
     pub start: usize,
     pub end: usize,
     pub inner: (usize, usize),
+    pub display: bool,
+}
+
+impl Seg {
+    fn piece<'a>(&self, s: &'a str) -> Piece<'a> {
+        Piece {
+            text: &s[self.inner.0..self.inner.1],
+            display: self.display,
+        }
+    }
 }
 
 /// The math segments of `s`, in order. A `$` followed by a digit opens one only if it is closed on
@@ -208,9 +260,9 @@ pub struct Seg {
 pub fn math_segments(s: &str) -> Vec<Seg> {
     let b = s.as_bytes();
     let mut out = Vec::new();
-    // The next `\]`, `\)`, `$$`, newline at or after the search position (searched once each: the position
+    // The next `\]`, `\)`, `$$`, newline, `\end{align*}`… at or after the search position (searched once each: the position
     // only grows, so a found one stays the next until passed, and a missing one stays missing).
-    let mut next: [Option<Option<usize>>; 4] = [None; 4];
+    let mut next: [Option<Option<usize>>; 4 + DISPLAY_ENVS.len()] = [None; 4 + DISPLAY_ENVS.len()];
     let mut find = |k: usize, pat: &str, from: usize| -> Option<usize> {
         match next[k] {
             Some(None) => return None,
@@ -226,6 +278,13 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
         let (open, kind, close) = match b[i] {
             b'\\' if b.get(i + 1) == Some(&b'[') => (2, 0, "\\]"),
             b'\\' if b.get(i + 1) == Some(&b'(') => (2, 1, "\\)"),
+            b'\\' if s[i..].starts_with("\\begin{") => match display_env(&s[i + 6..]) {
+                Some(k) => (6 + DISPLAY_ENVS[k].0.len(), 4 + k, DISPLAY_ENVS[k].1),
+                None => {
+                    i += 2;
+                    continue;
+                }
+            },
             b'\\' => {
                 i += 2; // `\$` is a dollar sign
                 continue;
@@ -238,6 +297,7 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
                             start: i,
                             end: k + 1,
                             inner: (i + 1, k),
+                            display: false,
                         });
                         i = k + 1;
                     }
@@ -262,10 +322,32 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
             start: i,
             end: k + close.len(),
             inner: (i + open, k),
+            display: kind != 1,
         });
         i = k + close.len();
     }
     out
+}
+
+/// Display environments (`\begin{align*}`…): the text after `\begin` and the closing command.
+const DISPLAY_ENVS: [(&str, &str); 10] = [
+    ("{align*}", "\\end{align*}"),
+    ("{align}", "\\end{align}"),
+    ("{equation*}", "\\end{equation*}"),
+    ("{equation}", "\\end{equation}"),
+    ("{eqnarray*}", "\\end{eqnarray*}"),
+    ("{eqnarray}", "\\end{eqnarray}"),
+    ("{gather*}", "\\end{gather*}"),
+    ("{gather}", "\\end{gather}"),
+    ("{multline*}", "\\end{multline*}"),
+    ("{multline}", "\\end{multline}"),
+];
+
+/// Which display environment `rest` (the text after `\begin`) opens.
+fn display_env(rest: &str) -> Option<usize> {
+    DISPLAY_ENVS
+        .iter()
+        .position(|(open, _)| rest.starts_with(open))
 }
 
 /// The `$` that closes the inline segment opened at `open`, on the same line.
@@ -294,8 +376,8 @@ fn inline_close(b: &[u8], open: usize) -> Option<usize> {
 
 /// The segment at index `k` with the segments before it that only connectors separate from it
 /// (`$x = 1$ or $x = 2$`).
-fn segment_chain<'a>(s: &'a str, segs: &[Seg], k: usize) -> Vec<&'a str> {
-    let mut out = vec![&s[segs[k].inner.0..segs[k].inner.1]];
+fn segment_chain<'a>(s: &'a str, segs: &[Seg], k: usize) -> Vec<Piece<'a>> {
+    let mut out = vec![segs[k].piece(s)];
     let mut j = k;
     while j > 0 && out.len() < MAX_SEGMENTS {
         let (prev, next) = (segs[j - 1], segs[j]);
@@ -303,18 +385,27 @@ fn segment_chain<'a>(s: &'a str, segs: &[Seg], k: usize) -> Vec<&'a str> {
         if gap.trim().is_empty() || !is_connector(gap) {
             break;
         }
-        out.push(&s[prev.inner.0..prev.inner.1]);
+        out.push(prev.piece(s));
         j -= 1;
     }
     out.reverse();
     out
 }
 
-/// A math segment that only names a variable (`$n$`, `$AB$`, `$x_1$`): a mention, not an answer.
+/// A math segment that only names a variable (`$n$`, `$AB$`, `$x_1$`, `$a_{12}$`): a mention, not
+/// an answer.
 fn is_mention(inner: &str) -> bool {
     let t = inner.trim();
-    let t = t.split('_').next().unwrap_or(t);
-    !t.is_empty() && t.len() <= 3 && t.bytes().all(|c| c.is_ascii_alphabetic())
+    let (name, sub) = t.split_once('_').unwrap_or((t, ""));
+    let sub = sub
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(sub);
+    !name.is_empty()
+        && name.len() <= 3
+        && name.bytes().all(|c| c.is_ascii_alphabetic())
+        && sub.len() <= 3
+        && sub.bytes().all(|c| c.is_ascii_alphanumeric())
 }
 
 // ---- prose ---------------------------------------------------------------------------------------
@@ -457,7 +548,13 @@ fn number_runs(s: &str, skip: &Skip, from: usize, to: usize) -> Vec<(usize, usiz
         while e < to && run_char(b, e) && skip.at(e).is_none() {
             e += 1;
         }
-        let (a, e) = trim_run(b, a, e);
+        let (mut a, mut e) = trim_run(b, a, e);
+        // `By 16:00, 2100 - 2100 = 100`: a list item is no relation, the relation starts after it
+        if let Some(eq) = s[a..e].find('=') {
+            if let Some(c) = s[a..a + eq].rfind(", ") {
+                (a, e) = trim_run(b, a + c + 2, e);
+            }
+        }
         if e > a {
             match runs.last_mut() {
                 Some(last) if joined(&s[last.1..a]) => last.1 = e,
@@ -526,7 +623,7 @@ fn trim_run(b: &[u8], mut a: usize, mut e: usize) -> (usize, usize) {
 /// `Answer: 12 apples`, `Answer \[ 9 \]`, `#### 72`. Math right after the phrase is the answer
 /// (with the segments that connectors join to it); else the first number of its sentence; else the
 /// sentence.
-fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<Vec<&'a str>> {
+fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<Vec<Piece<'a>>> {
     let lower = s.to_ascii_lowercase();
     let mut anchors = Anchors {
         lower: &lower,
@@ -576,17 +673,26 @@ impl Anchors<'_> {
     }
 }
 
-fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<Vec<&'a str>> {
-    // the phrase's tail: `is`, `:`, `=`, `**`, spaces; `\text{}` wrappers around the phrase
+fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<Vec<Piece<'a>>> {
+    // The phrase's tail: `:`, `=`, `is`, `would be`, or math right after the word (`Answer \[ 9 \]`);
+    // `**` and `\text{}` wrappers around the phrase. `to check our answer, we …` is no phrase.
     let rest = &s[after..];
-    let mut t = rest.trim_start_matches(|c: char| c.is_whitespace() || "*:=}".contains(c));
-    for w in ["is", "is:", "would be", "will be"] {
+    let t = rest.trim_start_matches(|c: char| c.is_whitespace() || "*}".contains(c));
+    let marked = t.starts_with([':', '=']);
+    let mut t = t.trim_start_matches(|c: char| c.is_whitespace() || "*:=}".contains(c));
+    let mut phrase =
+        marked || t.starts_with(['$', '\\']) || t.starts_with(|c: char| c.is_ascii_digit());
+    for w in ["is", "would be", "will be", "should be", "must be"] {
         if let Some(r) = t.strip_prefix(w) {
             if !r.starts_with(|c: char| c.is_ascii_alphabetic()) {
                 t = r.trim_start_matches(|c: char| c.is_whitespace() || "*:=}".contains(c));
+                phrase = true;
                 break;
             }
         }
+    }
+    if !phrase {
+        return None;
     }
     let start = s.len() - t.len();
     // the sentence: up to a full stop before a space or the end, or a blank line
@@ -615,7 +721,7 @@ fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<V
         .iter()
         .position(|g| g.start >= start && g.start < end && g.start - start <= 40)
     {
-        let mut out = vec![&s[segs[k].inner.0..segs[k].inner.1]];
+        let mut out = vec![segs[k].piece(s)];
         let mut j = k;
         while j + 1 < segs.len() && out.len() < MAX_SEGMENTS {
             let gap = &s[segs[j].end..segs[j + 1].start];
@@ -623,7 +729,7 @@ fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<V
                 break;
             }
             j += 1;
-            out.push(&s[segs[j].inner.0..segs[j].inner.1]);
+            out.push(segs[j].piece(s));
         }
         return Some(out);
     }
@@ -634,10 +740,10 @@ fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<V
     // `12 apples`, `therefore 5`: the first number of a sentence with words in it
     if words_in_row(sentence, &Skip { ranges: Vec::new() }, 1) {
         if let Some(&(a, e)) = number_runs(s, skip, start, end).first() {
-            return Some(vec![&s[a..e]]);
+            return Some(vec![Piece::plain(&s[a..e])]);
         }
     }
-    Some(vec![sentence])
+    Some(vec![Piece::plain(sentence)])
 }
 
 #[cfg(test)]

@@ -764,7 +764,23 @@ fn drop_units(mut toks: Vec<Tok>) -> Vec<Tok> {
     }
     // after the marked units, so `12 cm\\mbox{ cm}` loses both
     trailing_bare_unit(&mut toks);
+    trailing_text_words(&mut toks);
     toks
+}
+
+/// `7 \text{ apples}`, `(3, 4) \text{ units}`: words of a `\text{}` at the end, after a value,
+/// name what was counted (any word, as the unit rules of Math-Verify and Qwen's grader read it).
+fn trailing_text_words(toks: &mut Vec<Tok>) {
+    let mut start = toks.len();
+    while start > 0 && matches!(toks[start - 1], Tok::Word(_)) {
+        start -= 1;
+    }
+    if start < toks.len()
+        && start > 0
+        && matches!(toks[start - 1], Tok::Num { .. } | Tok::P(')' | ']' | '}'))
+    {
+        toks.truncate(start);
+    }
 }
 
 /// `The answer is 5`, `Answer: 5`, `\\text{The final answer is } 5`: everything up to the last

@@ -92,25 +92,94 @@ use cmp::item_eq;
 use lex::Tok;
 use parse::{Item, Parser};
 
-/// The tokens of the answer of `s` (see [`extract`]): several segments are joined by commas,
-/// into one list.
+/// The tokens of the answer of `s` (see [`extract`]): several pieces are joined by commas into
+/// one list — always for boxes; for math segments of prose only when they read alike (`$x = 1$
+/// or $x = 2$`, not `$\sqrt{c^2 - b^2}$, or $\sqrt{51}$`, which restates one answer).
 fn answer_tokens(s: &str) -> Vec<Tok> {
-    let segs = extract::answer_segments(s);
-    if let [one] = segs.as_slice() {
-        return lex::tokenize(trailing_words(one));
+    let ans = extract::answer(s);
+    let toks: Vec<Vec<Tok>> = ans
+        .pieces
+        .iter()
+        .map(|p| {
+            let t = lex::tokenize(trailing_words(p.text));
+            if p.display {
+                last_line(t)
+            } else {
+                t
+            }
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    if toks.len() > 1 && !ans.boxed {
+        let items: Vec<Option<Item>> = toks.iter().map(|t| parse_tokens(t)).collect();
+        let alike = |a: &Option<Item>, b: &Option<Item>| match (a, b) {
+            (
+                Some(Item::Labelled { label: Some(x), .. }),
+                Some(Item::Labelled { label: Some(y), .. }),
+            ) => item_eq(x, y),
+            (Some(x), Some(y)) => shape(x) == shape(y),
+            _ => false,
+        };
+        if !items.iter().all(|i| alike(i, &items[0])) {
+            return toks.into_iter().last().unwrap_or_default();
+        }
     }
     let mut out = Vec::new();
-    for seg in segs {
-        let toks = lex::tokenize(trailing_words(seg));
-        if toks.is_empty() {
-            continue;
-        }
+    for t in toks {
         if !matches!(out.last(), None | Some(Tok::P(','))) {
             out.push(Tok::P(','));
         }
-        out.extend(toks);
+        out.extend(t);
     }
     out
+}
+
+/// What kind of answer an item is, for joining prose segments: a constant, an expression, a
+/// labelled value, a relation, a collection.
+fn shape(item: &Item) -> u8 {
+    match item {
+        Item::Val(v) if v.iter().all(|x| !x.vars) => 0,
+        Item::Val(_) => 1,
+        Item::Labelled { label: Some(_), .. } => 2,
+        Item::Labelled { .. } | Item::Alt(_) => 0,
+        Item::Relation(..) => 3,
+        Item::Tuple(_) | Item::Interval { .. } => 4,
+        Item::Set(_) | Item::Union(_) => 5,
+        Item::Text(_) => 6,
+        Item::Matrix(_) | Item::Ratio(_) => 7,
+    }
+}
+
+/// Display math states its last line (`\begin{align*} … \\ &= 6 - 5i \end{align*}`): the tokens
+/// after the last row break outside a matrix, without alignment marks and a leading `=`.
+fn last_line(toks: Vec<Tok>) -> Vec<Tok> {
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::Begin(_) => depth += 1,
+            Tok::End(_) => depth = depth.saturating_sub(1),
+            Tok::RowSep if depth == 0 && toks[i + 1..].iter().any(|t| *t != Tok::RowSep) => {
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let mut depth = 0usize;
+    let mut line: Vec<Tok> = Vec::with_capacity(toks.len() - start);
+    for t in toks.into_iter().skip(start) {
+        match t {
+            Tok::Begin(_) => depth += 1,
+            Tok::End(_) => depth = depth.saturating_sub(1),
+            Tok::P('&') | Tok::RowSep if depth == 0 => continue,
+            _ => {}
+        }
+        line.push(t);
+    }
+    if line.first() == Some(&Tok::P('=')) {
+        line.remove(0);
+    }
+    line
 }
 
 /// `12 apples`, `5.4 red cents.`: up to three plain words after a number (or a closing bracket)
@@ -145,8 +214,26 @@ pub fn parse_answer(s: &str) -> Option<Item> {
     parse_tokens(&answer_tokens(s))
 }
 
+/// The parsed answer; when the whole does not parse, the part after its last top-level `=`
+/// (`(1-2) + \dots + (99-100) = 50(-1) = -50` states `-50`).
 fn parse_tokens(toks: &[Tok]) -> Option<Item> {
-    Parser::new(toks).answer().ok()
+    if let Ok(item) = Parser::new(toks).answer() {
+        return Some(item);
+    }
+    let mut depth = 0usize;
+    let mut last_eq = None;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::P('(' | '[' | '{') | Tok::SetOpen | Tok::Begin(_) => depth += 1,
+            Tok::P(')' | ']' | '}') | Tok::SetClose | Tok::End(_) => {
+                depth = depth.saturating_sub(1);
+            }
+            Tok::P('=') if depth == 0 => last_eq = Some(i),
+            _ => {}
+        }
+    }
+    let rest = &toks[last_eq? + 1..];
+    Parser::new(rest).answer().ok()
 }
 
 /// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).
@@ -167,8 +254,10 @@ pub fn math_equal(pred: &str, gold: &str) -> bool {
         }
     }
     let (bp, bg) = (base_subscripts(&tp), base_subscripts(&tg));
-    if !bp.is_empty() && !bg.is_empty() && bp != bg {
-        return false; // `2516_8` ≠ `2516_9` (either equals `2516`)
+    if let (Some(p), Some(g)) = (bp.last(), bg.last()) {
+        if p != g {
+            return false; // `2516_8` ≠ `2516_9` (either equals `2516`); the answer's base is last
+        }
     }
     match (parse_tokens(&tp), parse_tokens(&tg)) {
         (Some(p), Some(g)) => item_eq(&g, &p),

@@ -8,7 +8,7 @@
 use super::lex::Tok;
 use super::matrix;
 use super::num::{Exact, Rat, Val, C};
-use super::reading::{group_labelled, label_tokens, reading};
+use super::reading::{group_labelled, label_tokens, reading, Label};
 
 /// Deepest nesting of groups/arguments accepted.
 pub const MAX_DEPTH: usize = 48;
@@ -252,7 +252,7 @@ impl<'a> Parser<'a> {
 
     /// One side of a relation, whether it was a lone variable (`x`, `\\theta`, `x_1`, `f(x)`), and
     /// whether it can label a value (a lone variable, `AB`, `|AB|`, `a+b`, `(p, q)`, `S : T`).
-    fn side(&mut self) -> Res<(Item, bool, bool)> {
+    fn side(&mut self) -> Res<(Item, bool, Label)> {
         let start = (self.pos, self.pending.is_some());
         let item = self.ratio()?;
         let toks = (!start.1 && self.pending.is_none())
@@ -260,7 +260,21 @@ impl<'a> Parser<'a> {
             .flatten();
         let lone = toks.is_some_and(lone_var_tokens);
         let label = lone || toks.is_some_and(label_tokens);
-        Ok((item, lone, label))
+        // a label that sums names (`x + y + z`) is a left side of an equation when it `= 0`
+        let sum = label
+            && !lone
+            && toks.is_some_and(|t| t.iter().any(|t| matches!(t, Tok::P('+' | '-'))));
+        Ok((
+            item,
+            lone,
+            if sum {
+                Label::Sum
+            } else if label {
+                Label::Yes
+            } else {
+                Label::No
+            },
+        ))
     }
 
     /// `a : b` (read as `a/b`), `a : b : c` (a [`Item::Ratio`]), or one union.

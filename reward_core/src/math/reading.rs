@@ -19,24 +19,47 @@ type Entry = (Item, Item, Option<Box<Item>>);
 /// Most tokens of a label (`m\angle ABC`, `|\overline{AB}|`).
 const MAX_LABEL: usize = 24;
 
+/// Whether a relation side can label a value (see [`label_tokens`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Label {
+    No,
+    Yes,
+    /// A sum of names (`a + b`): a label, except of 0 (`x + y + z = 0` is an equation).
+    Sum,
+}
+
 /// The reading of a relation as a value: (label, value), or None (an equation, a false chain).
 pub fn reading(
     sides: &[Item],
     ops: &[Rel],
     lones: &[bool],
-    labels: &[bool],
+    kinds: &[Label],
 ) -> Option<(Option<Item>, Item)> {
     let n = sides.len();
+    let labels: Vec<bool> = kinds.iter().map(|k| *k != Label::No).collect();
     if ops.iter().all(|o| matches!(o, Rel::Eq | Rel::Approx)) {
         let approx = ops.contains(&Rel::Approx);
-        // the label: the first side, or the last of a single `3 = x`
-        let (label, lone, values): (Option<&Item>, bool, Vec<&Item>) = if labels[0] {
+        let last = &sides[n - 1];
+        // `5x - 7y + 11z + 4 = 0`, `x + y + z = 0`: an equation in standard form, not a value
+        let standard_form = n == 2 && is_zero(last) && matches!(kinds[0], Label::No | Label::Sum);
+        // the label: a label-like first side, the last of a single `3 = x`, or the first side of a
+        // computation that ends in a constant (`2y_1 + 2y_2 = 40`, `f(3) = f(-3) + 6 = 8`)
+        let (label, lone, values): (Option<&Item>, bool, Vec<&Item>) = if standard_form {
+            (None, false, sides.iter().collect())
+        } else if labels[0] || (!constant(&sides[0]) && constant(last)) {
             (Some(&sides[0]), lones[0], sides[1..].iter().collect())
         } else if n == 2 && labels[1] {
             (Some(&sides[1]), lones[1], vec![&sides[0]])
         } else {
             (None, false, sides.iter().collect())
         };
+        // with no label, a chain has a value when its sides are constants (`\frac{6}{2} = 3`) or
+        // all equal (`(a + 5)(b + 2) = ab + 2a + 5b + 10` states its last side)
+        if label.is_none() && !values.iter().all(|v| constant(v)) {
+            let last = values.last()?;
+            return (!standard_form && values.iter().all(|v| item_eq(v, last)))
+                .then(|| (None, (*last).clone()));
+        }
         let value = chain_value(&values, approx, lone)?;
         // a label that is more than one variable (`AB`, `a + b`) only names a constant
         if label.is_some() && !lone && !constant(&value) {
@@ -66,23 +89,33 @@ pub fn reading(
     }
 }
 
-/// The value of the sides of an `=` / `≈` chain after its label: constants that agree (all of
-/// them, as readings of one value), or for a lone variable the last side.
+/// The value of the sides of an `=` / `≈` chain after its label. A chain that ends in a constant
+/// is read as that final value, and also as each earlier side that agrees with it
+/// (`\frac{22}{7} = 3.14`, `2\sqrt3 \approx 3.46`: either reading); `15 + 75 = 120` is `120`, the
+/// value it states. A chain that ends in an expression has a value only after a lone variable
+/// (`y = 2x + 3`).
 fn chain_value(values: &[&Item], approx: bool, lone: bool) -> Option<Item> {
     let last = *values.last()?;
-    let consts: Vec<&Val> = values.iter().filter_map(|v| const_val(v)).collect();
-    if consts.len() == values.len() {
-        let l = consts.last()?;
-        if !consts.iter().all(|c| consistent(c, l, approx)) {
-            return None; // `2 + 3 = 6`: no value
-        }
-        return Some(if values.len() == 1 {
+    if constant(last) && values.len() > 1 {
+        let agree: Vec<Item> = values
+            .iter()
+            .filter(|v| match (const_val(v), const_val(last)) {
+                (Some(a), Some(b)) => consistent(a, b, approx),
+                _ => constant(v) && item_eq(v, last),
+            })
+            .map(|v| (*v).clone())
+            .collect();
+        return Some(if agree.len() == 1 {
             last.clone()
         } else {
-            Item::Alt(values.iter().map(|v| (*v).clone()).collect())
+            Item::Alt(agree)
         });
     }
     (lone || values.len() == 1).then(|| last.clone())
+}
+
+fn is_zero(item: &Item) -> bool {
+    const_val(item).is_some_and(|v| v.exact.as_ref().is_some_and(|e| e.0.is_empty()))
 }
 
 /// One constant value (`3`, `\frac{\sqrt3}{2}`), not a ± pair.
@@ -244,8 +277,9 @@ fn labelled(label: Option<Item>, value: Item, raw: Option<Box<Item>>) -> Item {
 
 /// Whether the tokens of a relation side can label a value: names of variables, points and
 /// segments (`AB`, `x_1`, `\theta`, `f(2)`), joined by `+ - * / :` or wrapped in `| |`, `[ ]`,
-/// `\overline{}`, `\angle`; a tuple of them (`(p, q)`); a `\text{}` word. No number outside a
-/// subscript or a function's argument, no power.
+/// `\overline{}`, `\angle`, raised to a number (`CE^2`); a tuple of them (`(p, q)`); a `\text{}`
+/// word. No number outside a subscript, an exponent or a function's argument: `2x + 1 = 5` is an
+/// equation, not a label.
 pub fn label_tokens(toks: &[Tok]) -> bool {
     if toks.is_empty() || toks.len() > MAX_LABEL {
         return false;
@@ -275,15 +309,17 @@ pub fn label_tokens(toks: &[Tok]) -> bool {
                         | "frac"
                 ) => {}
             Tok::Num { .. } => {
-                if !(matches!(prev, Some(Tok::P('_'))) || sub > 0 || args > 0) {
+                if !(matches!(prev, Some(Tok::P('_' | '^'))) || sub > 0 || args > 0) {
                     return false;
                 }
             }
             Tok::P('{') => {
-                if matches!(prev, Some(Tok::P('_'))) || sub > 0 {
+                if matches!(prev, Some(Tok::P('_' | '^'))) || sub > 0 {
                     sub += 1;
                 }
             }
+            // a power of a name (`CE^2`, `a^4 + b^4`): its exponent is a number
+            Tok::P('^') if matches!(prev, Some(Tok::Letter(_) | Tok::P(')' | '|' | '}'))) => {}
             Tok::P('}') => sub = sub.saturating_sub(1),
             Tok::P('(') => {
                 if matches!(prev, Some(Tok::Letter(_))) || args > 0 {
