@@ -50,7 +50,8 @@ pub fn answer(s: &str) -> Answer<'_> {
     }
     let segs = math_segments(s);
     let skip = Skip::new(s, &segs);
-    let pieces = after_anchor(s, &segs, &skip).unwrap_or_else(|| in_prose(s, &segs, &skip));
+    let pieces =
+        after_anchor(s, &segs, &skip).map_or_else(|| in_prose(s, &segs, &skip), |(p, _)| p);
     Answer {
         pieces,
         boxed: false,
@@ -147,9 +148,14 @@ fn box_content(s: &str, after: usize, limit: usize) -> Option<(usize, usize, usi
 /// connectors separate from it (`\boxed{1} and \boxed{2}`, `$\boxed{1}\boxed{2}$`). None when `s`
 /// has no box; empty when the last box is unclosed.
 fn boxed_chain(s: &str) -> Option<Vec<&str>> {
+    boxed_span(s).map(|(boxes, _)| boxes)
+}
+
+/// [`boxed_chain`], and the text from the first of its boxes to the end of the last.
+fn boxed_span(s: &str) -> Option<(Vec<&str>, &str)> {
     let (start, after) = box_before(s, s.len())?;
-    let Some((a, b, _)) = box_content(s, after, s.len()) else {
-        return Some(Vec::new());
+    let Some((a, b, last_end)) = box_content(s, after, s.len()) else {
+        return Some((Vec::new(), ""));
     };
     let mut out = vec![&s[a..b]];
     let mut first = start;
@@ -168,7 +174,25 @@ fn boxed_chain(s: &str) -> Option<Vec<&str>> {
         first = st;
     }
     out.reverse();
-    Some(out)
+    Some((out, &s[first..last_end]))
+}
+
+/// The text of a completion that holds its answer, when it says so: its boxes (one box: the
+/// content; several joined boxes: from the first to the last, `\boxed{1} and \boxed{2}`), else
+/// an answer phrase and the sentence after it (`The final answer is $5$`, `#### 72`). None for
+/// prose without either: a reward needs the answer marked.
+pub fn marked_answer(s: &str) -> Option<&str> {
+    let s = clip(s);
+    if let Some((boxes, span)) = boxed_span(s) {
+        return match boxes.as_slice() {
+            [] => None,
+            [one] => Some(one),
+            _ => Some(span),
+        };
+    }
+    let segs = math_segments(s);
+    let skip = Skip::new(s, &segs);
+    after_anchor(s, &segs, &skip).map(|(_, span)| span)
 }
 
 /// Whether `gap`, the text between two answers, only joins them: spacing, math delimiters,
@@ -623,7 +647,7 @@ fn trim_run(b: &[u8], mut a: usize, mut e: usize) -> (usize, usize) {
 /// `Answer: 12 apples`, `Answer \[ 9 \]`, `#### 72`. Math right after the phrase is the answer
 /// (with the segments that connectors join to it); else the first number of its sentence; else the
 /// sentence.
-fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<Vec<Piece<'a>>> {
+fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<(Vec<Piece<'a>>, &'a str)> {
     let lower = s.to_ascii_lowercase();
     let mut anchors = Anchors {
         lower: &lower,
@@ -632,8 +656,8 @@ fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<Vec<Piece<'
     };
     for _ in 0..8 {
         let (at, len) = anchors.prev()?;
-        if let Some(a) = anchored(s, segs, skip, at + len) {
-            return Some(a);
+        if let Some((a, end)) = anchored(s, segs, skip, at + len) {
+            return Some((a, &s[at..end]));
         }
     }
     None
@@ -673,7 +697,12 @@ impl Anchors<'_> {
     }
 }
 
-fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<Vec<Piece<'a>>> {
+fn anchored<'a>(
+    s: &'a str,
+    segs: &[Seg],
+    skip: &Skip,
+    after: usize,
+) -> Option<(Vec<Piece<'a>>, usize)> {
     // The phrase's tail: `:`, `=`, `is`, `would be`, or math right after the word (`Answer \[ 9 \]`);
     // `**` and `\text{}` wrappers around the phrase. `to check our answer, we …` is no phrase.
     let rest = &s[after..];
@@ -731,7 +760,7 @@ fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<V
             j += 1;
             out.push(segs[j].piece(s));
         }
-        return Some(out);
+        return Some((out, end.max(segs[j].end)));
     }
     let sentence = s[start..end].trim();
     if sentence.is_empty() {
@@ -740,10 +769,10 @@ fn anchored<'a>(s: &'a str, segs: &[Seg], skip: &Skip, after: usize) -> Option<V
     // `12 apples`, `therefore 5`: the first number of a sentence with words in it
     if words_in_row(sentence, &Skip { ranges: Vec::new() }, 1) {
         if let Some(&(a, e)) = number_runs(s, skip, start, end).first() {
-            return Some(vec![Piece::plain(&s[a..e])]);
+            return Some((vec![Piece::plain(&s[a..e])], end));
         }
     }
-    Some(vec![Piece::plain(sentence)])
+    Some((vec![Piece::plain(sentence)], end))
 }
 
 #[cfg(test)]

@@ -312,7 +312,10 @@ pub fn math_equal_batch(preds: &[&str], golds: &[&str]) -> Result<Vec<bool>, cra
 }
 
 /// The answer a completion gives: the text between the last `solution_start` and the
-/// `solution_end` after it, else the last `\boxed{…}`; None when there is neither.
+/// `solution_end` after it; else its box (several joined boxes: from the first to the last, so
+/// that [`math_equal`] reads them as one set); else an answer phrase with its sentence (`The final
+/// answer is $5$.`, `#### 72`); None when there is none of these (an empty or unclosed box
+/// included). Prose alone is no marked answer: a format reward needs one.
 pub fn extract_answer<'a>(
     text: &'a str,
     solution_start: &str,
@@ -329,7 +332,7 @@ pub fn extract_answer<'a>(
             }
         }
     }
-    lex::last_boxed(text)
+    extract::marked_answer(text)
 }
 
 #[cfg(test)]
