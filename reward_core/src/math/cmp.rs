@@ -132,6 +132,17 @@ fn labelled_eq(a: &Item, b: &Item) -> bool {
     permuted(vb, &perm).is_some_and(|v| item_eq(va, &v))
 }
 
+/// The elements of finite sets, as one set.
+fn merged(sets: &[Item]) -> Item {
+    let mut out = Vec::new();
+    for x in sets {
+        if let Item::Set(v) = x {
+            out.extend(v.iter().take(MAX_ITEMS - out.len()).cloned());
+        }
+    }
+    Item::Set(out)
+}
+
 /// A labelled tuple read from a list (`x = 1, y = 2`, no relation written around it).
 fn from_list(item: &Item) -> bool {
     matches!(
@@ -164,6 +175,9 @@ pub fn item_eq(g: &Item, p: &Item) -> bool {
         // one reading of a consistent chain is enough (`\frac{6}{2} = 3` = `3`)
         (Alt(a), _) => a.iter().any(|x| item_eq(x, p)),
         (_, Alt(b)) => b.iter().any(|y| item_eq(g, y)),
+        // a union of finite sets is one set (`\{1,3\} \cup \{2,4\}` = `\{1,2,3,4\}`)
+        (Union(a), _) if a.iter().all(|x| matches!(x, Set(_))) => item_eq(&merged(a), p),
+        (_, Union(b)) if b.iter().all(|y| matches!(y, Set(_))) => item_eq(g, &merged(b)),
         (Labelled { .. }, Labelled { .. }) => labelled_eq(g, p),
         (Labelled { raw, .. }, Relation(..)) => raw.as_deref().is_some_and(|r| relation_eq(r, p)),
         (Relation(..), Labelled { raw, .. }) => raw.as_deref().is_some_and(|r| relation_eq(g, r)),

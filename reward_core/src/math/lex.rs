@@ -664,6 +664,17 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 i += bare_join_word(&chars, i).unwrap_or(1);
                 push_comma(&mut out);
             }
+            _ if c.is_ascii_alphabetic() && bare_command(&chars, i).is_some() => {
+                // `sqrt(2)`, `2pi`, `sin x`: a function name written without its backslash
+                let (name, len) = bare_command(&chars, i).unwrap_or(("pi", 1));
+                out.push(Tok::Cmd(name.into()));
+                i += len;
+            }
+            _ if greek_name(c).is_some() => {
+                // `β` is `\beta` (the constant `π` is read above)
+                out.push(Tok::Cmd(greek_name(c).unwrap_or("alpha").into()));
+                i += 1;
+            }
             _ if c.is_alphabetic() => {
                 for l in c.to_lowercase() {
                     // `Π` lower-cases to `π`, which is the constant (as a bare `π` is)
@@ -688,6 +699,76 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
     }
     flush_word!();
     drop_units(out)
+}
+
+/// A function or constant written as a bare word at `i` (`sqrt`, `pi`, `sin`, `inf`): the command
+/// it names and the word's length. Only a word of its own (no letter around it).
+fn bare_command(chars: &[char], i: usize) -> Option<(&'static str, usize)> {
+    const NAMES: [(&str, &str); 19] = [
+        ("arcsin", "arcsin"),
+        ("arccos", "arccos"),
+        ("arctan", "arctan"),
+        ("infinity", "infty"),
+        ("infty", "infty"),
+        ("sqrt", "sqrt"),
+        ("frac", "frac"),
+        ("inf", "infty"),
+        ("sin", "sin"),
+        ("cos", "cos"),
+        ("tan", "tan"),
+        ("cot", "cot"),
+        ("sec", "sec"),
+        ("csc", "csc"),
+        ("log", "log"),
+        ("exp", "exp"),
+        ("ln", "ln"),
+        ("pi", "pi"),
+        ("sum", "sum"),
+    ];
+    let letter = |k: usize| chars.get(k).is_some_and(|c| c.is_alphabetic());
+    if i > 0 && letter(i - 1) {
+        return None;
+    }
+    let mut end = i;
+    while letter(end) {
+        end += 1;
+    }
+    let word: String = chars[i..end].iter().collect();
+    NAMES
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, cmd)| (*cmd, end - i))
+}
+
+/// The command of a Greek letter (`β` → `beta`, `Δ` → `Delta`), but not `π` (the constant).
+fn greek_name(c: char) -> Option<&'static str> {
+    const LOWER: &str = "αβγδεζηθικλμνξοπρστυφχψω";
+    const NAMES: [&str; 24] = [
+        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+        "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi",
+        "chi", "psi", "omega",
+    ];
+    let lower = c.to_lowercase().next()?;
+    let k = LOWER.chars().position(|g| g == lower)?;
+    if lower == 'π' || lower == 'ο' {
+        return None;
+    }
+    if c == lower {
+        return Some(NAMES[k]);
+    }
+    // capitals with a command of their own (`\Delta`); others are the small letter
+    Some(match lower {
+        'γ' => "Gamma",
+        'δ' => "Delta",
+        'θ' => "Theta",
+        'λ' => "Lambda",
+        'ξ' => "Xi",
+        'σ' => "Sigma",
+        'φ' => "Phi",
+        'ψ' => "Psi",
+        'ω' => "Omega",
+        _ => NAMES[k],
+    })
 }
 
 /// A comma, unless the tokens end with one or have none (`1, and 2` is `1, 2`).
@@ -976,9 +1057,10 @@ pub fn render(toks: &[Tok]) -> String {
     keep_letters_apart(s)
 }
 
-/// Letters that would read back as a bare `and` / `or` (`a n d` is a product) get a space inside.
+/// Letters that would read back as a bare `and` / `or` or a bare command (`a n d`, `p i` are
+/// products) get a space inside.
 fn keep_letters_apart(s: String) -> String {
-    if !s.contains("and") && !s.contains("or") {
+    if !s.bytes().any(|c| c.is_ascii_lowercase()) {
         return s;
     }
     let chars: Vec<char> = s.chars().collect();
@@ -989,11 +1071,21 @@ fn keep_letters_apart(s: String) -> String {
         out.push(c);
         i += 1;
         if c == '\\' {
+            let name_start = i;
             while i < chars.len() && chars[i].is_ascii_alphabetic() {
                 out.push(chars[i]);
                 i += 1;
             }
-        } else if c.is_ascii_alphabetic() && bare_join_word(&chars, i - 1).is_some() {
+            // a word renders as `\text{word}`: its letters are no bare words
+            if chars[name_start..i].iter().copied().eq("text".chars()) {
+                while i < chars.len() && chars[i] != '}' {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            }
+        } else if c.is_ascii_alphabetic()
+            && (bare_join_word(&chars, i - 1).is_some() || bare_command(&chars, i - 1).is_some())
+        {
             out.push(' ');
         }
     }

@@ -333,3 +333,21 @@ fn random_latex_never_panics() {
         assert_eq!(normalize(&once), once, "normalize not idempotent on {s:?}");
     }
 }
+
+/// Letters that would read back as a bare word (`and`, `pi`, `sqrt`) render apart.
+#[test]
+fn products_of_letters_render_apart() {
+    for s in [
+        "s q r t",
+        "p i",
+        "a n d",
+        "\\text{pi}",
+        "sqrtx",
+        "x\\,pi",
+        "2 p i",
+        "l n(2)",
+    ] {
+        let once = normalize(s);
+        assert_eq!(normalize(&once), once, "{s:?} -> {once:?}");
+    }
+}
