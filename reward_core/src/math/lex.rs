@@ -111,6 +111,11 @@ const UNITS: &[&str] = &[
     "percent",
 ];
 
+/// Environments that only lay out display math (as `braced_word` reads their names).
+const DISPLAY_ENVS: &[&str] = &[
+    "align", "aligned", "equation", "eqnarray", "gather", "gathered", "multline", "split",
+];
+
 /// Commands that wrap text (their argument's letters form words).
 const TEXT_CMDS: &[&str] = &[
     "text",
@@ -169,7 +174,7 @@ const DROP_CMDS: &[&str] = &[
 ];
 
 /// Commands the parser reads, and others that are known as they are (never split by
-/// [`known_command`]'s caller: `\neg` is not `\ne g`). Sorted (binary search; a test checks).
+/// [`known_command`]'s caller: `\neg` is not `\ne g`).
 const KNOWN: &[&str] = &[
     "Im",
     "Leftarrow",
@@ -317,11 +322,19 @@ const KNOWN: &[&str] = &[
 
 /// Whether `\name` is a command this verifier knows (so it is read whole, not split).
 fn known_command(name: &str) -> bool {
-    synonym(name).is_some()
-        || KNOWN.binary_search(&name).is_ok()
-        || TEXT_CMDS.contains(&name)
-        || DROP_CMDS.contains(&name)
-        || super::parse::GREEK.contains(&name)
+    static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        let mut v: Vec<&'static str> = KNOWN
+            .iter()
+            .chain(TEXT_CMDS)
+            .chain(DROP_CMDS)
+            .chain(super::parse::GREEK)
+            .copied()
+            .collect();
+        v.sort_unstable();
+        v
+    });
+    all.binary_search(&name).is_ok() || synonym(name).is_some()
 }
 
 fn synonym(name: &str) -> Option<Tok> {
@@ -518,6 +531,11 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 }
                 if name == "begin" || name == "end" {
                     let env = braced_word(&chars, &mut i);
+                    // display environments (`align*`, `equation`) only delimit: their lines and
+                    // `&` marks are read by the caller (`math::last_line`)
+                    if DISPLAY_ENVS.contains(&env.as_str()) {
+                        continue;
+                    }
                     envs = if name == "begin" {
                         envs + 1
                     } else {
@@ -659,6 +677,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 push_comma(&mut out);
                 i += 1;
             }
+            '&' if envs == 0 => i += 1, // an alignment mark outside a matrix
             _ if c.is_ascii_alphabetic() && bare_join_word(&chars, i).is_some() => {
                 // `19, 46, and 82`, `(11,7)or(7,11)`: a bare `and` / `or` separates items
                 i += bare_join_word(&chars, i).unwrap_or(1);
@@ -670,7 +689,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 out.push(Tok::Cmd(name.into()));
                 i += len;
             }
-            _ if greek_name(c).is_some() => {
+            _ if !c.is_ascii() && greek_name(c).is_some() => {
                 // `β` is `\beta` (the constant `π` is read above)
                 out.push(Tok::Cmd(greek_name(c).unwrap_or("alpha").into()));
                 i += 1;
@@ -811,7 +830,10 @@ fn push_word(out: &mut Vec<Tok>, w: String) {
     }
     match w.as_str() {
         "and" | "or" => push_comma(out),
-        _ if w.chars().count() == 1 => out.extend(w.chars().map(Tok::Letter)),
+        _ if w.chars().count() == 1 => out.extend(w.chars().map(|c| match greek_name(c) {
+            Some(g) if !c.is_ascii() => Tok::Cmd(g.into()),
+            _ => Tok::Letter(c),
+        })),
         _ => out.push(Tok::Word(w)),
     }
 }
@@ -846,6 +868,22 @@ fn drop_units(mut toks: Vec<Tok>) -> Vec<Tok> {
     // after the marked units, so `12 cm\\mbox{ cm}` loses both
     trailing_bare_unit(&mut toks);
     trailing_text_words(&mut toks);
+    // a comma left first (`Answer: , 5`) separates nothing
+    let lead = toks.iter().take_while(|t| **t == Tok::P(',')).count();
+    toks.drain(..lead);
+    // `&` outside a matrix (its `\begin` may have gone with an answer prefix) aligns nothing
+    if toks.contains(&Tok::P('&')) {
+        let mut depth = 0usize;
+        toks.retain(|t| {
+            match t {
+                Tok::Begin(_) => depth += 1,
+                Tok::End(_) => depth = depth.saturating_sub(1),
+                Tok::P('&') => return depth > 0,
+                _ => {}
+            }
+            true
+        });
+    }
     toks
 }
 
@@ -1033,8 +1071,9 @@ pub fn render(toks: &[Tok]) -> String {
             }
             Tok::P(',') => s.push_str(", "),
             Tok::P(c) => {
-                // `<` `=` is two tokens: written together it would read back as `\le`
-                if *c == '=' && s.ends_with(['<', '>', '!']) {
+                // `<` `=` is two tokens: written together it would read back as `\le`; `####`
+                // would read back as an answer phrase
+                if (*c == '=' && s.ends_with(['<', '>', '!'])) || (*c == '#' && s.ends_with('#')) {
                     s.push(' ');
                 }
                 s.push(*c);
@@ -1084,9 +1123,11 @@ fn keep_letters_apart(s: String) -> String {
                 }
             }
         } else if c.is_ascii_alphabetic()
-            && (bare_join_word(&chars, i - 1).is_some() || bare_command(&chars, i - 1).is_some())
+            && (bare_join_word(&chars, i - 1).is_some()
+                || bare_command(&chars, i - 1).is_some()
+                || chars[i - 1..].starts_with(&['a', 'n', 's', 'w', 'e', 'r']))
         {
-            out.push(' ');
+            out.push(' '); // (`answer` would read back as an answer phrase)
         }
     }
     out

@@ -176,9 +176,11 @@ fn last_line(toks: Vec<Tok>) -> Vec<Tok> {
         }
         line.push(t);
     }
-    if line.first() == Some(&Tok::P('=')) {
-        line.remove(0);
-    }
+    let lead = line
+        .iter()
+        .take_while(|t| matches!(t, Tok::P('=' | ',')))
+        .count();
+    line.drain(..lead);
     line
 }
 
