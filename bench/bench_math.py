@@ -168,6 +168,26 @@ def adversarial(n: int = 100_000) -> dict[str, str]:
         "unary plus run": "+" * n + "1",
         "\\sqrt without braces": "\\sqrt" * (n // 5) + "2",
         "\\text{ soup": "\\text{" * (n // 6),
+        # the extraction and relation rules (bench/math_kinds.py's shapes)
+        "money signs": "$1 " * (n // 3),
+        "inline math pairs": "$x$ " * (n // 4),
+        "boxes joined by and": "\\boxed{1} and " * (n // 14),
+        "empty boxes": "\\boxed{}" * (n // 8),
+        "answer phrases": "The answer is " * (n // 14) + "5",
+        "`answers` (no phrase)": "answers" * (n // 7),
+        "unclosed \\(": "\\(\n" * (n // 3),
+        "unclosed \\begin{align*}": "\\begin{align*}" * (n // 14),
+        "prose": "the cat sat on the mat " * (n // 23),
+        "numbers joined by and": "1 and " * (n // 6),
+        "open parentheses then a digit": "(" * (n - 1) + "1",
+        "labelled list": ",".join(["x=1"] * (n // 4)),
+        "constant chain": "=".join(["1"] * (n // 2)),
+        "ratio chain": ":".join(["1"] * (n // 2)),
+        "set of repeats": "\\{" + ",".join(["1"] * (n // 2)) + "\\}",
+        "sums of sums": "\\sum_{k=1}^{1000}" * (n // 17) + "k",
+        "matrix products": ("\\begin{pmatrix}" + "\\\\".join(["&".join(["1"] * 16)] * 16) + "\\end{pmatrix}")
+        * (n // 700),
+        "glued commands": "\\pia" * (n // 4),
     }
 
 
