@@ -11,8 +11,10 @@ LaTeX answer, not prose, is wrapped in ``$…$`` as DESIGN.md says). The adversa
 table: how many completions of each trick each judge scores (a score there is a judge fooled). Then
 the adversarial 100K-character inputs of bench/bench_math.py are timed, one thread.
 
-``--core`` judges with another build of the extension (a ``libreward_core.so``), for the "before"
-column of the report; it is loaded on its own, so py_rewards is not imported then.
+``--core`` judges with another build of the extension (a ``libreward_core.so``) instead of
+py_rewards; ``--before`` adds a column judged by another build (the verifier before these shapes
+were read: ``git archive <commit> | tar -x -C DIR`` then ``cargo build --release -p reward_core
+--features python`` there).
 """
 
 from __future__ import annotations
@@ -97,6 +99,10 @@ def fooled(cases: list[mk.Case], judge: Callable[[str, str], bool]) -> dict[str,
     return out
 
 
+def pct(table: dict[str, tuple[float, int]] | None, k: str) -> str:
+    return f"{100 * table[k][0]:.1f} %" if table else "–"
+
+
 def timings(judge: Callable[[str, str], bool]) -> list[tuple[float, str]]:
     from bench_math import adversarial
 
@@ -114,6 +120,8 @@ def timings(judge: Callable[[str, str], bool]) -> list[tuple[float, str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--core", type=Path, help="judge with this libreward_core.so instead of py_rewards")
+    ap.add_argument("--before", type=Path, help="also judge with this libreward_core.so (a 'before' column)")
+    ap.add_argument("--before-name", default="before", help="the column's name in the report")
     ap.add_argument("--no-mv", action="store_true", help="skip Math-Verify")
     ap.add_argument("--no-write", action="store_true", help="print only; do not rewrite the report")
     args = ap.parse_args()
@@ -127,6 +135,11 @@ def main() -> None:
     print(f"{len(cases)} cases; ours {2 * len(cases) / ours_s:,.0f} judgements/s")
     for k, (share, n) in ours_kinds.items():
         print(f"  {k:14} {100 * share:6.2f} %  ({n} cases)")
+    before_kinds = before_fooled = None
+    if args.before:
+        old = core_judge(args.before)
+        before_kinds, before_fooled = agreement(cases, old), fooled(cases, old)
+        print(f"{args.before_name}:", ", ".join(f"{k} {100 * v[0]:.1f} %" for k, v in before_kinds.items()))
     mv_kinds = mv_fooled = None
     if not args.no_mv:
         mv = mv_judge()
@@ -147,18 +160,22 @@ def main() -> None:
         f"_Last run: {len(cases)} cases, each judged both ways; worst adversarial 100K-char input "
         f"{worst[0][0]:.2f} ms ({worst[0][1]}), {os.cpu_count()} CPUs._",
         "",
-        "| kind | cases | `math_equal` | Math-Verify |",
-        "|---|---:|---:|---:|",
+        f"| kind | cases | {args.before_name} | `math_equal` | Math-Verify |",
+        "|---|---:|---:|---:|---:|",
     ]
-    for k, (share, n) in ours_kinds.items():
-        lines.append(f"| {k} | {n} | {100 * share:.1f} % | {100 * mv_kinds[k][0]:.1f} % |")
+    for k, (_, n) in ours_kinds.items():
+        lines.append(
+            f"| {k} | {n} | {pct(before_kinds, k)} | **{pct(ours_kinds, k)}** | {pct(mv_kinds, k)} |"
+        )
     lines += [
         "",
-        "| adversarial completion (all wrong) | cases | scored by `math_equal` | scored by Math-Verify |",
-        "|---|---:|---:|---:|",
+        f"| adversarial completion (all wrong) | cases | scored, {args.before_name} | scored, `math_equal` "
+        "| scored, Math-Verify |",
+        "|---|---:|---:|---:|---:|",
     ]
     for why, (n, m) in ours_fooled.items():
-        lines.append(f"| {why} | {m} | {n} | {mv_fooled[why][0]} |")
+        b = before_fooled[why][0] if before_fooled else "–"
+        lines.append(f"| {why} | {m} | {b} | **{n}** | {mv_fooled[why][0]} |")
     text = REPORT.read_text(encoding="utf-8")
     if BEGIN not in text:
         text += f"\n{BEGIN}\n{END}\n"

@@ -135,10 +135,11 @@ _DOCS = {
     [0.5, 0.0]
     """,
     "check_math_answer": """Issue #13: the answer between the solution tags (else the last
-    ``\\boxed{…}``) judged against the gold answer by :func:`py_rewards.math_equal` (MATH-style
-    LaTeX: fractions, roots, π, degrees, percent, tuples, intervals, sets, equations …):
-    ``scores.math_correct`` (5.0) if equal, ``math_wrong`` (-2.5) if not, ``math_missing`` (-2.0)
-    when there is no answer.
+    ``\\boxed{…}`` with the boxes joined to it, one set; else an answer phrase such as ``The
+    final answer is $5$.``) judged against the gold answer by :func:`py_rewards.math_equal`
+    (MATH-style LaTeX: fractions, roots, π, degrees, percent, tuples, intervals, sets, labelled
+    answers, equations …): ``scores.math_correct`` (5.0) if equal, ``math_wrong`` (-2.5) if not,
+    ``math_missing`` (-2.0) when there is no marked answer.
 
     >>> done = "<end_working_out><SOLUTION>{}</SOLUTION>".format
     >>> check_math_answer(completions=[done("\\\\frac12"), done("2\\\\sqrt3"), done("0.6"), "none"],

@@ -9,6 +9,8 @@ use super::lex::MAX_LEN;
 
 /// Most segments one answer is made of (`\boxed{1}, \boxed{2}, …`); further ones are dropped.
 pub const MAX_SEGMENTS: usize = 64;
+/// Longest prose read as a text answer when it holds no number and no math.
+const MAX_TEXT_ANSWER: usize = 256;
 /// Longest text between two boxes (or math segments) that can still join them into one answer.
 const MAX_GAP: usize = 96;
 
@@ -66,21 +68,23 @@ pub fn answer_segments(s: &str) -> Vec<&str> {
 /// No box and no answer phrase: the last math segment or number run of the prose, whichever is
 /// last; a text that is no prose is its own answer.
 fn in_prose<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Vec<Piece<'a>> {
+    if segs.is_empty() && !is_prose(s, skip) {
+        return vec![Piece::plain(s)];
+    }
     let number = last_number_run(s, skip, 0, s.len());
     // The last math segment that is more than a mention of a variable (`the largest $n$ is 34`).
     let real = segs
         .iter()
         .rposition(|g| !is_mention(&s[g.inner.0..g.inner.1]));
     match number {
-        Some((a, e))
-            if real.map_or(true, |k| segs[k].end <= a)
-                && (!segs.is_empty() || is_prose(s, skip)) =>
-        {
+        Some((a, e)) if real.map_or(true, |k| segs[k].end <= a) => {
             vec![Piece::plain(&s[a..e])]
         }
         _ => match real.or(segs.len().checked_sub(1)) {
             Some(k) => segment_chain(s, segs, k),
-            None => vec![Piece::plain(s)],
+            // prose with no number and no math: a short text answer (`all real numbers`), else none
+            None if s.len() <= MAX_TEXT_ANSWER => vec![Piece::plain(s)],
+            None => Vec::new(),
         },
     }
 }
@@ -99,14 +103,36 @@ fn clip(s: &str) -> &str {
 
 // ---- boxes ---------------------------------------------------------------------------------------
 
-/// Where a `\boxed`/`\fbox` starts at or before `before`, searching backwards.
-fn box_before(s: &str, before: usize) -> Option<(usize, usize)> {
-    let head = &s[..before];
-    let b = head.rfind("\\boxed").map(|i| (i, i + 6));
-    let f = head.rfind("\\fbox").map(|i| (i, i + 5));
-    match (b, f) {
-        (Some(x), Some(y)) => Some(if x.0 > y.0 { x } else { y }),
-        (x, y) => x.or(y),
+/// The boxes of a text from the last one back: `\boxed` and `\fbox` are each searched backwards
+/// once (the next search starts where the last one stopped), so walking a chain is linear.
+struct Boxes<'a> {
+    s: &'a str,
+    boxed: Option<usize>,
+    fbox: Option<usize>,
+}
+
+impl<'a> Boxes<'a> {
+    fn new(s: &'a str) -> Self {
+        Boxes {
+            s,
+            boxed: s.rfind("\\boxed"),
+            fbox: s.rfind("\\fbox"),
+        }
+    }
+    /// The last box starting before `before`: (its start, the end of its command).
+    fn before(&mut self, before: usize) -> Option<(usize, usize)> {
+        if self.boxed.is_some_and(|i| i >= before) {
+            self.boxed = self.s[..before].rfind("\\boxed");
+        }
+        if self.fbox.is_some_and(|i| i >= before) {
+            self.fbox = self.s[..before].rfind("\\fbox");
+        }
+        match (self.boxed, self.fbox) {
+            (Some(b), Some(f)) if f > b => Some((f, f + 5)),
+            (Some(b), _) => Some((b, b + 6)),
+            (None, Some(f)) => Some((f, f + 5)),
+            (None, None) => None,
+        }
     }
 }
 
@@ -153,14 +179,15 @@ fn boxed_chain(s: &str) -> Option<Vec<&str>> {
 
 /// [`boxed_chain`], and the text from the first of its boxes to the end of the last.
 fn boxed_span(s: &str) -> Option<(Vec<&str>, &str)> {
-    let (start, after) = box_before(s, s.len())?;
+    let mut boxes = Boxes::new(s);
+    let (start, after) = boxes.before(s.len())?;
     let Some((a, b, last_end)) = box_content(s, after, s.len()) else {
         return Some((Vec::new(), ""));
     };
     let mut out = vec![&s[a..b]];
     let mut first = start;
     while out.len() < MAX_SEGMENTS {
-        let Some((st, af)) = box_before(s, first) else {
+        let Some((st, af)) = boxes.before(first) else {
             break;
         };
         // a box inside the one after it (`\boxed{\boxed{5}}`) is that box
@@ -648,6 +675,10 @@ fn trim_run(b: &[u8], mut a: usize, mut e: usize) -> (usize, usize) {
 /// (with the segments that connectors join to it); else the first number of its sentence; else the
 /// sentence.
 fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<(Vec<Piece<'a>>, &'a str)> {
+    // (most answers have neither a `w` nor a `#`: no copy of the text for them)
+    if !s.bytes().any(|c| matches!(c, b'w' | b'W' | b'#')) {
+        return None;
+    }
     let lower = s.to_ascii_lowercase();
     let mut anchors = Anchors {
         lower: &lower,

@@ -1,27 +1,58 @@
-//! A math-answer verifier: MATH-style answers judged like Math-Verify, in linear time, never hanging.
+//! A math-answer verifier: MATH-style answers judged like a careful human grader, in linear time,
+//! never hanging.
 //!
 //! [`math_equal`]`(pred, gold)` says whether a predicted answer equals the gold one. It never panics
 //! and never raises: input it cannot read is judged by its normalised text alone, and is otherwise
-//! not equal. There is no timeout because nothing here can run long: one tokenizing pass, one
-//! parsing pass with a nesting limit ([`parse::MAX_DEPTH`]), bounded exact arithmetic.
+//! not equal. There is no timeout because nothing here can run long: a few linear scans to find the
+//! answer, one tokenizing pass, one parsing pass with a nesting limit ([`parse::MAX_DEPTH`]),
+//! bounded exact arithmetic, and one bounded budget for sums and matrix products.
+//!
+//! Both arguments are read the same way, and every rule is symmetric: `math_equal(a, b) ==
+//! math_equal(b, a)`, so a gold answer may be a full solution too (its boxes are its answer).
+//!
+//! # Where the answer is ([`extract`])
+//! - **Boxes** first, and only boxes when a text has one: the last `\boxed{…}` / `\fbox{…}`, with the
+//!   boxes before it that only connectors separate from it — spacing, `$`, `\quad`, punctuation,
+//!   `and` / `or` (bare or in `\text{}`), a short label (`$x = \boxed{1}$ or $x = \boxed{2}$`). Joined
+//!   boxes are one answer, a set: `\boxed{1} and \boxed{2}` = `1, 2`; `$\boxed{1}\boxed{2}$` =
+//!   `\{1, 2\}`. An empty or unclosed last box is no answer, whatever the prose says.
+//! - Else the last **answer phrase**: the word `answer` before `:`, `=`, `is`, `would be`, or math
+//!   (`The final answer is $5$`, `Answer: 12 apples`, `Answer \[ 9 \]`, `**Answer:**`), or `####`.
+//!   Its answer is the math right after it (with the segments connectors join to it), else the first
+//!   number of its sentence, else the sentence. `to check our answer, we …` is no phrase.
+//! - Else, in prose, the **last** math segment or number run, whichever comes last. Segments are
+//!   `$…$`, `$$…$$`, `\(…\)`, `\[…\]`, `\begin{align*}…` (inline ones within one line); a segment
+//!   that only names a variable (`The largest $n$ is 34.`) is a mention, not an answer. A `$`
+//!   before a digit is money unless it closes like math (`$10,200 + $255 = $10,455`). Display math
+//!   states its last line (`… \\ &= 6 - 5i`). Number runs skip `\text{}` asides. Segments of prose
+//!   joined by connectors are one set only when they read alike (the same label, or the same
+//!   shape): `$x = 1$ or $x = 2$` is a set, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer.
+//!   A text with no box, phrase, segment or prose (two plain words in a row) is its own answer.
+//! - Up to three plain words after a final number go (`12 apples` = `12`), and a `\text{…}` after
+//!   a value (`7 \text{ marbles}` = `7`).
+//!
+//! [`extract_answer`] (the reward's and `grpo eval`'s reader) marks answers the same way but asks
+//! for a mark: the solution tags, else the boxes, else an answer phrase; prose alone is missing.
 //!
 //! # What is normalised (the tokenizer, [`normalize`] shows its output)
-//! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; else the last `$…$` / `$$…$$` segment of
-//!   a text that has one; `$`, `\(`, `\)`, `\[`, `\]` are dropped. Prose around the answer goes:
-//!   everything up to the last "answer is" / "answer:" (`The final answer is 5.` = `5`), and up
-//!   to three plain words after a final number (`12 apples` = `12`).
 //! - Dropped: `\left`, `\right`, `\big…`, `\displaystyle`, spacing (`\,` `\!` `\;` `\:` `\ ` `~`
-//!   `\quad`), `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and unit
-//!   words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
-//!   letters at the end after a number (`5.4 cents` = `5.4`).
+//!   `\quad`), `$`, `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and
+//!   unit words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
+//!   letters at the end after a number (`5.4 cents` = `5.4`, `440{cm}^2` = `440`); `&` outside a
+//!   matrix; display environments (`align*`) around their lines.
 //! - `\text{}`, `\textbf{}`, `\mathrm{}`, `\mbox{}`, `\operatorname{}` are transparent; the letters
-//!   inside form words (`\text{Evelyn}`); `\text{ or }`/`\text{ and }` separate list items.
+//!   inside form words (`\text{Evelyn}`); `and`/`or`, bare or in `\text{}`, separate list items
+//!   (`19, 46, and 82` = `19, 46, 82`; `(11,7)or(7,11)`), and `{,}` between non-thousands is a comma.
 //! - Letters are case-folded (`3R^2` = `3r^2`, `\text{(B)}` = `b`): Math-Verify does the same.
-//! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div` → `/`; `\leq`,
-//!   `\geq`, `\neq`, `≤`… → one form; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands.
-//! - Thousands separators outside brackets: `10,080`, `10,\!080`, `10{,}080` = `10080` (inside
-//!   brackets `(1,234)` stays a pair). A numeric base subscript is dropped when only one side has
-//!   one (`2516_8` = `2516`, as Math-Verify); two different bases are not equal (`52_8` ≠ `52_10`).
+//! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div`, `÷` → `/`;
+//!   `\leq`, `≤`, ASCII `<=` → `\le` (and `\ge`, `\ne` alike; `5!=120` is a factorial); `≈`, `∈`,
+//!   `∪`, `±` → their commands; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands; Greek letters
+//!   (`β` = `\beta`); a function or constant name written bare (`sqrt(2)`, `2pi`, `sin x`, `inf`);
+//!   a known command glued to the letters after it (`\pia^2` = `\pi a^2`, `\sinx` = `\sin x`).
+//! - Thousands separators outside brackets, after a group of one to three digits, not in a
+//!   denominator: `10,080`, `10,\!080`, `10{,}080` = `10080` (`(1,234)` stays a pair, `3/5,117/125`
+//!   a list). A numeric base subscript is dropped when only one side has one (`2516_8` = `2516`, as
+//!   Math-Verify); two different bases are not equal (`52_8` ≠ `52_10`; the last subscript counts).
 //!
 //! # What is compared
 //! - Numbers and closed forms are evaluated **exactly** where possible: rationals (`\frac 34`,
@@ -30,7 +61,9 @@
 //!   `1+\sqrt2`, `-4-2\cdot i` = `-4-2i`). Two exact values are equal only when identical
 //!   (`\frac{1}{2^{98}}` ≠ `\frac{1}{2^{99}}`).
 //! - Otherwise (π, e, trig, logs, other roots, exact overflow) in complex floating point: equal
-//!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute.
+//!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute. A power or
+//!   factorial of exact numbers that leaves `f64` (`2^{4950}`, `2004!`) is a value of its own, equal
+//!   to itself only (not to every other overflow).
 //! - A written decimal against any other value: equal when the value rounded to the decimal's own
 //!   number of places (at least 6; trailing zeros add none) is that decimal (`0.333333` = `\frac13`,
 //!   `4.6666670` = `\frac{14}{3}`, `0.33` ≠ `\frac13`, `3.141593` = `\pi`), like Math-Verify's 6-place
@@ -41,19 +74,57 @@
 //!   fixed irrational-looking value per point), so any algebraic rewrite is equal
 //!   (`(a+5)(b+2)` = `ab+2a+5b+10`, `\cot x` = `\frac{\cos x}{\sin x}`), different functions not.
 //! - `±`/`∓` expand to both values, which then form a set (`3 \pm 2\sqrt2` = `3+2\sqrt2, 3-2\sqrt2`).
+//! - Ratios: `a : b` is `a/b` (`7:32` = `\frac{7}{32}`); `a : b : c` compares scaled to its first part.
+//! - Matrices (`pmatrix`, `bmatrix`, `array`) compare shape and cells; sums, differences, scalar
+//!   multiples, products and powers up to 8 of matrices are evaluated first.
+//! - `\sum_{k=a}^{b}` / `\prod` of the product after them: term by term for integer limits (up to
+//!   1000 terms); otherwise the sum is a value named by its limits and its body, read with `k` as a
+//!   variable of its own (`\sum_{i=1}^n 3i` = `\sum_{k=1}^{n} k \cdot 3`; not its closed form).
 //! - Collections (order rules as Math-Verify's): `\{…\}` sets and bare lists `a, b, c` are
-//!   unordered (`3, 5, 7` = `\{7,5,3\}`); tuples `(a, b)` are ordered and match a list in the order
-//!   written; intervals `[a, b)` compare endpoints and which ends are closed (`(a, b)` is a tuple
-//!   and an open interval at once; an infinite end is open however it is written); unions
-//!   `A \cup B` are unordered; matrices (`pmatrix`, `bmatrix`,
-//!   `array`) compare shape and cells. A one-element collection equals its element.
-//! - Relations: an assignment `x = 3` (a lone variable such as `x`, `x_1`, `\theta` or `f(x)` on
-//!   the left, or `x \in S`) equals its right-hand side `3` (either side may be the assignment; the
-//!   rule is symmetric). An inequality on one variable equals the interval of its solutions
-//!   (`x \le 3` = `(-\infty, 3]`, `1 < x \le 2` = `(1, 2]`). Two equations
-//!   are equal when `lhs − rhs` of one is a non-zero constant multiple of the other's
-//!   (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`), inequalities with a positive multiple (`x > 1` = `1 < x`).
+//!   unordered and ignore repeats (`3, 5, 7` = `\{7,5,3\}`, `\{2,1,1\}` = `\{1,2\}`); tuples
+//!   `(a, b)` are ordered and match a list in the order written; intervals `[a, b)` compare
+//!   endpoints and which ends are closed (`(a, b)` is a tuple and an open interval at once; an
+//!   infinite end is open however it is written); unions `A \cup B` are unordered, a union of finite
+//!   sets is one set, intervals listed are their union. A one-element collection equals its element.
 //! - Text: answers equal as normalised text are equal (`\text{Evelyn}` = `Evelyn`, `\text{(B)}` = `B`).
+//!
+//! # Relations and labels ([`reading`])
+//! Every relation is read, when it can be, as a **value with an optional label**, and compared by
+//! that value; one normal form is what keeps equality transitive (`-2 \le x \le 7`, `x \in [-2,7]`
+//! and `[-2,7]` are all `[-2, 7]`).
+//! - A label is a lone variable (`x`, `x_1`, `\theta`, `f(x)`) or more: names of points, segments
+//!   and quantities joined by `+ - * / :`, raised to a number, wrapped in `| |`, `[ ]`,
+//!   `\overline{}`, `\angle` (`AB`, `|AB|`, `m+n`, `CE^2`, `S:T`, `[ABC]`, `f(2)`), a tuple of
+//!   them (`(p, q)`), a `\text{}` word. No number outside a subscript, an exponent or an argument:
+//!   `2x + 1 = 5` has no label.
+//! - `label = value` is its value (`(p,q) = (3,2)` = `(3,2)`, `AB = 4` = `4`); a label of more than
+//!   one variable names only a constant. `x \in S` is `S`; an inequality on one lone variable is
+//!   its interval of solutions (`x \le 3` = `(-\infty, 3]`, `x >= 2` = `[2, \infty)`), `x \ne 3` the
+//!   line without 3. Two labelled values are equal when labels and values are; a labelled tuple
+//!   matches another whatever the order of its labels (`y = 2, x = 1` = `(x, y) = (1, 2)`).
+//! - A chain of `=` / `\approx` that ends in a constant states that final value, and also each
+//!   earlier side that agrees with it (`\frac{6}{2} = 3` = `3`; `2\sqrt3 \approx 3.46` = `2\sqrt3`
+//!   and = `3.46`; `15 + 75 = 120` = `120`); its first side labels it when it is an expression
+//!   (`f(3) = f(-3) + 6 = 8`, `2y_1 + 2y_2 = 40`). An equation in standard form (`5x-7y+11z+4=0`,
+//!   `x + y + z = 0`) is an equation, not `0`. A chain of equal expressions states its last side.
+//!   When a whole answer does not parse, the part after its last top-level `=` is read.
+//! - A list of labelled values with distinct labels is one labelled tuple (`AB = 4, CD = 5` =
+//!   `4, 5`); a label seen again starts the next one, and tuples or values under one label form a
+//!   labelled set (`p=5,q=2;p=7,q=2` = `(5,2),(7,2)`; `x = 1 \text{ or } x = 2` = `1, 2`). Listed
+//!   labelled values against a set compare as a set (`x_1 = 2, x_2 = 5` = `5, 2`).
+//! - Relations that have no such reading (`2x + 3y = 6`, `x^2 + y^2 = 25`) are equal when `lhs −
+//!   rhs` of one is a non-zero constant multiple of the other's (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`),
+//!   inequalities with a positive multiple (`x > 1` = `1 < x`).
+//!
+//! # What is not accepted, and why
+//! - Several answers against one: `\boxed{3}, \boxed{4}` ≠ `4` and `\boxed{3 \text{ or } 4}` ≠ `4`
+//!   (listing candidates must not pay), including boxes a solution offers as alternatives ("either
+//!   point is correct"): a set is a set.
+//! - An answer outside the answer: the gold in a `\text{}` aside, in prose next to another boxed
+//!   answer, after an empty box, or as digits of a longer number (`\boxed{51}` ≠ `5`).
+//! - Closed forms of symbolic sums (`\sum_{k=1}^n k` ≠ `\frac{n(n+1)}{2}`), labels permuted against
+//!   an unlabelled tuple (`(q,p) = (2,3)` ≠ `(3,2)`: nothing says the gold is `(p, q)`), `and` of
+//!   inequalities as an intersection (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
 //!
 //! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
 //! symmetric.
@@ -61,9 +132,10 @@
 //! # Limits (what keeps every judgement linear)
 //! Answers are read up to 1 MiB ([`lex::MAX_LEN`]); groups nest at most [`parse::MAX_DEPTH`] deep; a
 //! `±` expression expands to at most 8 values; collections hold at most [`parse::MAX_ITEMS`]
-//! elements; exact values have at most 16 terms of `i128` rationals and integer powers up to 256
-//! (beyond, the floating-point samples decide). Past a limit the answer is not parsed and only its
-//! normalised text can make it equal.
+//! elements (lists of at most 64 are grouped by label); at most 64 boxes or segments join; exact
+//! values have at most 16 terms of `i128` rationals and integer powers up to 256 (beyond, the
+//! floating-point samples decide); sums term by term and matrix products share one budget per
+//! answer. Past a limit the answer is not parsed and only its normalised text can make it equal.
 
 // Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
 // operator traits: these ops are partial). Casts are between sample floats and small integers.
@@ -97,17 +169,21 @@ use parse::{Item, Parser};
 /// or $x = 2$`, not `$\sqrt{c^2 - b^2}$, or $\sqrt{51}$`, which restates one answer).
 fn answer_tokens(s: &str) -> Vec<Tok> {
     let ans = extract::answer(s);
+    let piece_tokens = |p: &extract::Piece| {
+        let t = lex::tokenize(trailing_words(p.text));
+        if p.display {
+            last_line(t)
+        } else {
+            t
+        }
+    };
+    if let [one] = ans.pieces.as_slice() {
+        return piece_tokens(one); // the common case: no list to join
+    }
     let toks: Vec<Vec<Tok>> = ans
         .pieces
         .iter()
-        .map(|p| {
-            let t = lex::tokenize(trailing_words(p.text));
-            if p.display {
-                last_line(t)
-            } else {
-                t
-            }
-        })
+        .map(piece_tokens)
         .filter(|t| !t.is_empty())
         .collect();
     if toks.len() > 1 && !ans.boxed {

@@ -16,6 +16,9 @@ pub const MAX_DEPTH: usize = 48;
 const MAX_BRANCHES: usize = 8;
 /// Most elements of a tuple, set, list or matrix.
 pub const MAX_ITEMS: usize = 512;
+/// Most terms of a sum, and factors of a product: no answer is longer (past it, only the text
+/// can make an answer equal).
+const MAX_TERMS: usize = 4096;
 /// Most terms of a `\sum` / `\prod` evaluated one by one.
 const MAX_SUMMED: usize = 1000;
 /// Most work beyond one pass, in one answer: tokens read again to evaluate sums term by term,
@@ -346,7 +349,7 @@ impl<'a> Parser<'a> {
 
     fn union(&mut self) -> Res<Item> {
         let first = self.expr()?;
-        if self.peek() != Some(&Tok::Cmd("cup".into())) {
+        if !matches!(self.peek(), Some(Tok::Cmd(c)) if c == "cup") {
             return Ok(first);
         }
         let mut parts = vec![first];
@@ -408,7 +411,12 @@ impl<'a> Parser<'a> {
             )?,
             None => acc,
         };
+        let mut terms = 1;
         while is_op(self.peek()) {
+            terms += 1;
+            if terms > MAX_TERMS {
+                return Err(());
+            }
             let op = self.bump();
             let rhs = one_val(self.term()?)?;
             match op {
@@ -593,6 +601,9 @@ impl<'a> Parser<'a> {
 
     /// The value bound to an index variable `name`, if one is.
     fn bound(&self, name: &str) -> Option<Val> {
+        if self.binds.is_empty() {
+            return None;
+        }
         self.binds
             .iter()
             .rev()
@@ -628,7 +639,8 @@ impl<'a> Parser<'a> {
     fn term(&mut self) -> Res<Item> {
         let first_is_int = matches!(self.peek(), Some(Tok::Num { point: false, .. }));
         let first = self.factor()?;
-        let mixed_next = |p: &Self| first_is_int && p.peek() == Some(&Tok::Cmd("frac".into()));
+        let mixed_next =
+            |p: &Self| first_is_int && matches!(p.peek(), Some(Tok::Cmd(c)) if c == "frac");
         if !matches!(self.peek(), Some(Tok::P('*' | '/'))) && !self.starts_implicit() {
             return Ok(first);
         }
@@ -654,7 +666,12 @@ impl<'a> Parser<'a> {
         }
         let mut mixed = mixed_next(self);
         let mut acc = one_val(first)?;
+        let mut factors = 1;
         loop {
+            factors += 1;
+            if factors > MAX_TERMS {
+                return Err(());
+            }
             let op = match self.peek() {
                 Some(Tok::P('*')) => {
                     self.bump();
@@ -679,20 +696,20 @@ impl<'a> Parser<'a> {
                 return self.matrix_product(matrix::scale(&m, s));
             }
             let rhs = one_val(rhs)?;
-            acc = match op {
-                '/' => combine(&acc, &rhs, Val::div)?,
+            match op {
+                '/' => combine_into(&mut acc, &rhs, Val::div)?,
                 ' ' if mixed
                     && rhs
                         .iter()
                         .all(|v| v.exact.as_ref().and_then(Exact::as_rat).is_some()) =>
                 {
-                    combine(&acc, &rhs, |a, b| {
+                    combine_into(&mut acc, &rhs, |a, b| {
                         // 3\frac12 = 3 + 1/2; −3\frac12 is handled by the sum's sign (−(3+½)).
                         a.add(b)
-                    })?
+                    })?;
                 }
-                _ => combine(&acc, &rhs, Val::mul)?,
-            };
+                _ => combine_into(&mut acc, &rhs, Val::mul)?,
+            }
             mixed = false;
         }
         Ok(Item::Val(acc))
@@ -851,19 +868,26 @@ impl<'a> Parser<'a> {
                 Ok(Item::Val(vec![v]))
             }
             Tok::Letter(c) => {
-                let mut name = c.to_string();
+                let mut buf = [0u8; 4];
+                let mut long = String::new(); // `x_1`: the name with its subscript
                 if self.eat(&Tok::P('_')) {
                     let sub = self.subscript_text()?;
-                    name.push('_');
-                    name.push_str(&sub);
+                    long.push(*c);
+                    long.push('_');
+                    long.push_str(&sub);
                 }
-                if let Some(v) = self.bound(&name) {
+                let name: &str = if long.is_empty() {
+                    c.encode_utf8(&mut buf)
+                } else {
+                    &long
+                };
+                if let Some(v) = self.bound(name) {
                     return Ok(Item::Val(vec![v]));
                 }
-                Ok(Item::Val(vec![match name.as_str() {
+                Ok(Item::Val(vec![match name {
                     "e" => konst(C::real(std::f64::consts::E)),
                     "i" => Val::exact(Exact::i()),
-                    _ => Val::var(fnv(&name)),
+                    _ => Val::var(fnv(name)),
                 }]))
             }
             Tok::Word(w) => Ok(Item::Text(w.clone())),
