@@ -599,6 +599,17 @@ impl<'a> Parser<'a> {
         Ok(Item::Val(vec![acc]))
     }
 
+    /// Whether the next tokens are `{c}` (and if so, reads them).
+    fn eat_letter_arg(&mut self, c: char) -> bool {
+        let hit = self.pending.is_none()
+            && self.toks.get(self.pos..self.pos + 3)
+                == Some(&[Tok::P('{'), Tok::Letter(c), Tok::P('}')][..]);
+        if hit {
+            self.pos += 3;
+        }
+        hit
+    }
+
     /// The value bound to an index variable `name`, if one is.
     fn bound(&self, name: &str) -> Option<Val> {
         if self.binds.is_empty() {
@@ -1070,6 +1081,8 @@ impl<'a> Parser<'a> {
                 Ok(Item::Val(combine(&n, &k, binom)?))
             }
             "pm" | "mp" => Err(()),
+            // `\mathbb{R}`: the real line, `(-\infty, \infty)`
+            "mathbb" if self.eat_letter_arg('r') => Ok(real_line()),
             "sum" => self.big_op(true),
             "prod" => self.big_op(false),
             "log" | "ln" | "lg" => {
@@ -1136,6 +1149,17 @@ impl<'a> Parser<'a> {
         } else {
             Ok(None)
         }
+    }
+}
+
+/// `(-\infty, \infty)`.
+fn real_line() -> Item {
+    let inf = |s: f64| Box::new(Item::Val(vec![Val::float(C::real(s * f64::INFINITY))]));
+    Item::Interval {
+        lo: inf(-1.0),
+        hi: inf(1.0),
+        lo_closed: false,
+        hi_closed: false,
     }
 }
 

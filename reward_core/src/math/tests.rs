@@ -169,6 +169,7 @@ fn equal_shapes() {
         ("\\{1\\}\\cup\\{2\\}", "\\{1,2\\}"),
         ("\\frac{1}{3000!}", "{\\frac{1}{3000!}}"), // past f64: equal to itself
         ("6,8{,}10", "6, 8, 10"),
+        ("(-\\infty, \\infty)", "\\mathbb{R}"), // the real line
     ];
     for &(p, g) in cases {
         assert!(math_equal(p, g), "{p:?} should equal {g:?}");
