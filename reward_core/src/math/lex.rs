@@ -320,24 +320,112 @@ const KNOWN: &[&str] = &[
     "wp",
 ];
 
-/// Whether `\name` is a command this verifier knows (so it is read whole, not split).
-fn known_command(name: &str) -> bool {
-    static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    let all = ALL.get_or_init(|| {
-        let mut v: Vec<&'static str> = KNOWN
-            .iter()
-            .chain(TEXT_CMDS)
-            .chain(DROP_CMDS)
-            .chain(super::parse::GREEK)
-            .copied()
-            .collect();
-        v.sort_unstable();
-        v
-    });
-    all.binary_search(&name).is_ok() || synonym(name).is_some()
+/// A set of command names, looked up in a few integer compares: a name of up to 8 bytes is one
+/// `u64` (every command of an answer is looked up, so an answer of 25K commands stays fast).
+#[derive(Debug)]
+struct Names {
+    short: Vec<u64>,
+    long: Vec<&'static str>,
 }
 
-fn synonym(name: &str) -> Option<Tok> {
+impl Names {
+    fn new(lists: &[&[&'static str]]) -> Names {
+        let mut short: Vec<u64> = Vec::new();
+        let mut long: Vec<&'static str> = Vec::new();
+        for name in lists.iter().flat_map(|l| l.iter()) {
+            match Self::key(name) {
+                Some(k) => short.push(k),
+                None => long.push(name),
+            }
+        }
+        short.sort_unstable();
+        long.sort_unstable();
+        Names { short, long }
+    }
+    fn key(name: &str) -> Option<u64> {
+        (name.len() <= 8).then(|| {
+            name.bytes()
+                .fold(u64::from(name.len() as u8), |k, b| (k << 8) | u64::from(b))
+        })
+    }
+    fn has(&self, name: &str) -> bool {
+        match Self::key(name) {
+            Some(k) => self.short.binary_search(&k).is_ok(),
+            None => self.long.binary_search(&name).is_ok(),
+        }
+    }
+}
+
+/// The names [`synonym`] maps (kept in step with it by a test).
+pub(crate) const SYNONYMS: &[&str] = &[
+    "dfrac",
+    "tfrac",
+    "cfrac",
+    "dbinom",
+    "tbinom",
+    "cdot",
+    "times",
+    "ast",
+    "div",
+    "le",
+    "leq",
+    "leqslant",
+    "leqq",
+    "ge",
+    "geq",
+    "geqslant",
+    "geqq",
+    "ne",
+    "neq",
+    "lt",
+    "gt",
+    "infty",
+    "infinity",
+    "inf",
+    "lbrace",
+    "rbrace",
+    "mid",
+    "vert",
+    "lvert",
+    "rvert",
+    "lparen",
+    "rparen",
+    "lbrack",
+    "rbrack",
+    "varpi",
+    "imath",
+    "cup",
+    "union",
+    "emptyset",
+    "varnothing",
+    "colon",
+];
+
+fn names(cell: &'static std::sync::OnceLock<Names>, lists: &[&[&'static str]]) -> &'static Names {
+    cell.get_or_init(|| Names::new(lists))
+}
+
+fn is_text_cmd(name: &str) -> bool {
+    static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    names(&SET, &[TEXT_CMDS]).has(name)
+}
+
+fn is_drop_cmd(name: &str) -> bool {
+    static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    names(&SET, &[DROP_CMDS]).has(name)
+}
+
+/// Whether `\name` is a command this verifier knows (so it is read whole, not split).
+fn known_command(name: &str) -> bool {
+    static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    names(
+        &SET,
+        &[KNOWN, TEXT_CMDS, DROP_CMDS, super::parse::GREEK, SYNONYMS],
+    )
+    .has(name)
+}
+
+pub(crate) fn synonym(name: &str) -> Option<Tok> {
     let t = |s: &str| Some(Tok::Cmd(s.to_owned()));
     match name {
         "dfrac" | "tfrac" | "cfrac" => t("frac"),
@@ -548,7 +636,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                     });
                     continue;
                 }
-                if TEXT_CMDS.contains(&name.as_str()) {
+                if is_text_cmd(&name) {
                     let mut j = i;
                     while j < n && chars[j].is_whitespace() {
                         j += 1;
@@ -559,7 +647,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                     }
                     continue;
                 }
-                if DROP_CMDS.contains(&name.as_str()) {
+                if is_drop_cmd(&name) {
                     continue;
                 }
                 if name == "circ" || name == "degree" {

@@ -528,3 +528,11 @@ fn products_of_letters_render_apart() {
         assert_eq!(normalize(&once), once, "{s:?} -> {once:?}");
     }
 }
+
+/// The synonym names the command set knows are the ones the tokenizer maps.
+#[test]
+fn synonym_names_are_mapped() {
+    for name in lex::SYNONYMS {
+        assert!(lex::synonym(name).is_some(), "{name}");
+    }
+}
