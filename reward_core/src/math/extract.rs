@@ -314,13 +314,17 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
     // The next `\]`, `\)`, `$$`, newline, `\end{align*}`… at or after the search position (searched once each: the position
     // only grows, so a found one stays the next until passed, and a missing one stays missing).
     let mut next: [Option<Option<usize>>; 4 + DISPLAY_ENVS.len()] = [None; 4 + DISPLAY_ENVS.len()];
-    let mut find = |k: usize, pat: &str, from: usize| -> Option<usize> {
+    let mut finders: [Option<memchr::memmem::Finder<'static>>; 4 + DISPLAY_ENVS.len()] =
+        Default::default();
+    let mut find = |k: usize, pat: &'static str, from: usize| -> Option<usize> {
         match next[k] {
             Some(None) => return None,
             Some(Some(p)) if p >= from => return Some(p),
             _ => {}
         }
-        let r = s.get(from..).and_then(|t| t.find(pat)).map(|p| from + p);
+        // (a searcher is built once per pattern: `$$ $$ $$ …` looks for `$$` once per segment)
+        let finder = finders[k].get_or_insert_with(|| memchr::memmem::Finder::new(pat));
+        let r = b.get(from..).and_then(|t| finder.find(t)).map(|p| from + p);
         next[k] = Some(r);
         r
     };
@@ -464,7 +468,9 @@ fn is_mention(inner: &str) -> bool {
 /// Byte ranges of `s` that prose rules do not read: math segments and `\text{…}` asides.
 #[derive(Debug)]
 pub struct Skip {
-    ranges: Vec<(usize, usize)>,
+    /// For each byte, the end of the skipped range that holds it, or 0 (empty when nothing is
+    /// skipped): one look-up per byte, however many ranges a text has.
+    ends: Vec<u32>,
 }
 
 impl Skip {
@@ -496,12 +502,31 @@ impl Skip {
             }
         }
         ranges.sort_unstable();
-        Skip { ranges }
+        Skip::of(&ranges, b.len())
+    }
+    /// No range skipped.
+    fn none() -> Skip {
+        Skip { ends: Vec::new() }
+    }
+    /// A byte belongs to the last range that starts at or before it, if that one reaches it.
+    fn of(ranges: &[(usize, usize)], len: usize) -> Skip {
+        if ranges.is_empty() {
+            return Skip::none();
+        }
+        let mut ends = vec![0u32; len];
+        for (k, &(a, e)) in ranges.iter().enumerate() {
+            let next = ranges.get(k + 1).map_or(len, |r| r.0);
+            for x in &mut ends[a.min(len)..e.min(next).min(len)] {
+                *x = e as u32; // (texts are at most `MAX_LEN` bytes)
+            }
+        }
+        Skip { ends }
     }
     /// The end of the skipped range that holds `i`, if one does.
     fn at(&self, i: usize) -> Option<usize> {
-        let k = self.ranges.partition_point(|r| r.0 <= i);
-        (k > 0 && self.ranges[k - 1].1 > i).then(|| self.ranges[k - 1].1)
+        self.ends
+            .get(i)
+            .and_then(|&e| (e != 0).then_some(e as usize))
     }
 }
 
@@ -798,7 +823,7 @@ fn anchored<'a>(
         return None;
     }
     // `12 apples`, `therefore 5`: the first number of a sentence with words in it
-    if words_in_row(sentence, &Skip { ranges: Vec::new() }, 1) {
+    if words_in_row(sentence, &Skip::none(), 1) {
         if let Some(&(a, e)) = number_runs(s, skip, start, end).first() {
             return Some((vec![Piece::plain(&s[a..e])], end));
         }

@@ -5,7 +5,7 @@ use super::num::Val;
 use super::parse::{Item, Res};
 
 /// Most multiplications one matrix product may take (rows × inner × columns).
-const MAX_PRODUCT: usize = 4096;
+const MAX_PRODUCT: usize = 1024;
 /// Highest power of a matrix that is evaluated (`A^2`).
 pub const MAX_POWER: i128 = 8;
 

@@ -130,7 +130,9 @@
 //! symmetric.
 //!
 //! # Limits (what keeps every judgement linear)
-//! Answers are read up to 1 MiB ([`lex::MAX_LEN`]); groups nest at most [`parse::MAX_DEPTH`] deep; a
+//! Texts are read up to 1 MiB ([`lex::MAX_LEN`]) to find their answer, and an answer of more than
+//! [`MAX_ANSWER`] bytes (8 KiB; the longest of ~99K answers and solutions in MATH, DAPO and GSM8K
+//! is 621) is not read as math: it equals only the same text. In an answer, groups nest at most [`parse::MAX_DEPTH`] deep; a
 //! `±` expression expands to at most 8 values; collections hold at most [`parse::MAX_ITEMS`]
 //! elements (lists of at most 64 are grouped by label); at most 64 boxes or segments join; exact
 //! values have at most 16 terms of `i128` rationals and integer powers up to 256 (beyond, the
@@ -168,7 +170,11 @@ use parse::{Item, Parser};
 /// one list — always for boxes; for math segments of prose only when they read alike (`$x = 1$
 /// or $x = 2$`, not `$\sqrt{c^2 - b^2}$, or $\sqrt{51}$`, which restates one answer).
 fn answer_tokens(s: &str) -> Vec<Tok> {
-    let ans = extract::answer(s);
+    tokens_of(&extract::answer(s))
+}
+
+/// The tokens of an extracted answer (see [`answer_tokens`]).
+fn tokens_of(ans: &extract::Answer) -> Vec<Tok> {
     let piece_tokens = |p: &extract::Piece| {
         let t = lex::tokenize(trailing_words(p.text));
         if p.display {
@@ -314,10 +320,27 @@ fn parse_tokens(toks: &[Tok]) -> Option<Item> {
     Parser::new(rest).answer().ok()
 }
 
+/// Longest answer (the text of its pieces, in bytes) that is read as math. The longest answer of
+/// the ~99K texts of MATH (train and test, problems and solutions), DAPO, GSM8K and
+/// `bench/math_kinds.py` is 621 bytes; a longer one is compared by its text, which bounds the
+/// tokenizer and the parser to a few thousand characters whatever the length of the input.
+pub const MAX_ANSWER: usize = 8 << 10;
+
+/// The pieces of an answer longer than [`MAX_ANSWER`], trimmed; None for a shorter one.
+fn long_answer<'a>(ans: &extract::Answer<'a>) -> Option<Vec<&'a str>> {
+    let len: usize = ans.pieces.iter().map(|p| p.text.len()).sum();
+    (len > MAX_ANSWER).then(|| ans.pieces.iter().map(|p| p.text.trim()).collect())
+}
+
 /// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).
 pub fn math_equal(pred: &str, gold: &str) -> bool {
-    let tp = answer_tokens(pred);
-    let tg = answer_tokens(gold);
+    let (ap, ag) = (extract::answer(pred), extract::answer(gold));
+    match (long_answer(&ap), long_answer(&ag)) {
+        (None, None) => {}
+        (a, b) => return a.is_some() && a == b, // past the limit: the same text only
+    }
+    let tp = tokens_of(&ap);
+    let tg = tokens_of(&ag);
     if tp.is_empty() || tg.is_empty() {
         return false;
     }

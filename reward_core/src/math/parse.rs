@@ -23,7 +23,7 @@ const MAX_TERMS: usize = 4096;
 const MAX_SUMMED: usize = 1000;
 /// Most work beyond one pass, in one answer: tokens read again to evaluate sums term by term,
 /// and cell operations of matrix arithmetic.
-const WORK_BUDGET: usize = 1 << 14;
+const WORK_BUDGET: usize = 1 << 12;
 
 /// Relations, normalised so that `>`/`≥` become `<`/`≤` with the sides swapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
