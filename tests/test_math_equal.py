@@ -1,4 +1,4 @@
-"""py_rewards.math_equal / math_equal_batch / check_math_answer (issue #13): the Python surface of the
+"""py_rewards.math_equal / math_equal_batch / check_math_answer: the Python surface of the
 Rust verifier. Rules and their tables live in reward_core/src/math (cargo test); here: the binding's
 contract (never raises on bad input, batch = scalar, GIL released), the reward, properties.
 `test_grpo_config_resolves_check_math_answer` (cli/train/rewards.py) belongs in
