@@ -71,16 +71,16 @@ fn in_prose<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Vec<Piece<'a>> {
     if segs.is_empty() && !is_prose(s, skip) {
         return vec![Piece::plain(s)];
     }
-    let number = last_number_run(s, skip, 0, s.len());
     // The last math segment that is more than a mention of a variable (`the largest $n$ is 34`).
     let real = segs
         .iter()
         .rposition(|g| !is_mention(&s[g.inner.0..g.inner.1]));
-    match number {
-        Some((a, e)) if real.map_or(true, |k| segs[k].end <= a) => {
-            vec![Piece::plain(&s[a..e])]
-        }
-        _ => match real.or(segs.len().checked_sub(1)) {
+    // A number run before that segment loses to it (and no run reaches into a segment): only the
+    // prose after it is searched.
+    let from = real.map_or(0, |k| segs[k].end);
+    match last_number_run(s, skip, from, s.len()) {
+        Some((a, e)) => vec![Piece::plain(&s[a..e])],
+        None => match real.or(segs.len().checked_sub(1)) {
             Some(k) => segment_chain(s, segs, k),
             // prose with no number and no math: a short text answer (`all real numbers`), else none
             None if s.len() <= MAX_TEXT_ANSWER => vec![Piece::plain(s)],
@@ -103,36 +103,31 @@ fn clip(s: &str) -> &str {
 
 // ---- boxes ---------------------------------------------------------------------------------------
 
-/// The boxes of a text from the last one back: `\boxed` and `\fbox` are each searched backwards
-/// once (the next search starts where the last one stopped), so walking a chain is linear.
-struct Boxes<'a> {
-    s: &'a str,
-    boxed: Option<usize>,
-    fbox: Option<usize>,
+/// The boxes of a text from the last one back: every `\\boxed` and `\\fbox` is found in one
+/// forward pass each (SIMD), then walked back, so reading a chain of boxes is linear.
+struct Boxes {
+    /// (start, end of the command) of each box command, in order; `k` of them are left.
+    at: Vec<(usize, usize)>,
+    k: usize,
 }
 
-impl<'a> Boxes<'a> {
-    fn new(s: &'a str) -> Self {
-        Boxes {
-            s,
-            boxed: s.rfind("\\boxed"),
-            fbox: s.rfind("\\fbox"),
-        }
+impl Boxes {
+    fn new(s: &str) -> Self {
+        let b = s.as_bytes();
+        let mut at: Vec<(usize, usize)> = memchr::memmem::find_iter(b, b"\\boxed")
+            .map(|i| (i, i + 6))
+            .chain(memchr::memmem::find_iter(b, b"\\fbox").map(|i| (i, i + 5)))
+            .collect();
+        at.sort_unstable();
+        let k = at.len();
+        Boxes { at, k }
     }
     /// The last box starting before `before`: (its start, the end of its command).
     fn before(&mut self, before: usize) -> Option<(usize, usize)> {
-        if self.boxed.is_some_and(|i| i >= before) {
-            self.boxed = self.s[..before].rfind("\\boxed");
+        while self.k > 0 && self.at[self.k - 1].0 >= before {
+            self.k -= 1;
         }
-        if self.fbox.is_some_and(|i| i >= before) {
-            self.fbox = self.s[..before].rfind("\\fbox");
-        }
-        match (self.boxed, self.fbox) {
-            (Some(b), Some(f)) if f > b => Some((f, f + 5)),
-            (Some(b), _) => Some((b, b + 6)),
-            (None, Some(f)) => Some((f, f + 5)),
-            (None, None) => None,
-        }
+        self.k.checked_sub(1).map(|j| self.at[j])
     }
 }
 
@@ -450,17 +445,23 @@ fn segment_chain<'a>(s: &'a str, segs: &[Seg], k: usize) -> Vec<Piece<'a>> {
 /// A math segment that only names a variable (`$n$`, `$AB$`, `$x_1$`, `$a_{12}$`): a mention, not
 /// an answer.
 fn is_mention(inner: &str) -> bool {
-    let t = inner.trim();
-    let (name, sub) = t.split_once('_').unwrap_or((t, ""));
+    let t = inner.trim().as_bytes();
+    if t.len() > 9 {
+        return false; // longer than `abc_{123}` (and every segment of a text is asked)
+    }
+    let (name, sub) = match t.iter().position(|&c| c == b'_') {
+        Some(k) => (&t[..k], &t[k + 1..]),
+        None => (t, &t[t.len()..]),
+    };
     let sub = sub
-        .strip_prefix('{')
-        .and_then(|x| x.strip_suffix('}'))
+        .strip_prefix(b"{")
+        .and_then(|x| x.strip_suffix(b"}"))
         .unwrap_or(sub);
     !name.is_empty()
         && name.len() <= 3
-        && name.bytes().all(|c| c.is_ascii_alphabetic())
+        && name.iter().all(u8::is_ascii_alphabetic)
         && sub.len() <= 3
-        && sub.bytes().all(|c| c.is_ascii_alphanumeric())
+        && sub.iter().all(u8::is_ascii_alphanumeric)
 }
 
 // ---- prose ---------------------------------------------------------------------------------------
@@ -477,8 +478,9 @@ impl Skip {
     fn new(s: &str, segs: &[Seg]) -> Skip {
         let mut ranges: Vec<(usize, usize)> = segs.iter().map(|g| (g.start, g.end)).collect();
         let b = s.as_bytes();
+        let text = memchr::memmem::Finder::new("\\text{");
         let mut i = 0;
-        while let Some(k) = s[i..].find("\\text{") {
+        while let Some(k) = text.find(&b[i..]) {
             let open = i + k + 5;
             let mut depth = 0usize;
             let mut end = b.len();
@@ -648,8 +650,7 @@ fn joined(gap: &str) -> bool {
         return false;
     }
     let t = gap.trim_matches(|c: char| c == ',' || c.is_whitespace());
-    let t = t.to_ascii_lowercase();
-    t == "and" || t == "or"
+    t.eq_ignore_ascii_case("and") || t.eq_ignore_ascii_case("or")
 }
 
 /// A run without what cannot start or end an answer (`, `, `= `, a full stop, unmatched brackets).
@@ -701,14 +702,22 @@ fn trim_run(b: &[u8], mut a: usize, mut e: usize) -> (usize, usize) {
 /// sentence.
 fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<(Vec<Piece<'a>>, &'a str)> {
     // (most answers have neither a `w` nor a `#`: no copy of the text for them)
-    if !s.bytes().any(|c| matches!(c, b'w' | b'W' | b'#')) {
-        return None;
-    }
+    memchr::memchr3(b'w', b'W', b'#', s.as_bytes())?;
     let lower = s.to_ascii_lowercase();
+    let b = lower.as_bytes();
+    // the word `answer` (`answers`, `reanswer` are not the phrase), found in one forward pass
+    let answers = memchr::memmem::find_iter(b, b"answer")
+        .filter(|&at| {
+            (at == 0 || !b[at - 1].is_ascii_alphabetic())
+                && !b.get(at + 6).is_some_and(u8::is_ascii_alphabetic)
+        })
+        .collect();
+    let hashes = memchr::memmem::FinderRev::new("####");
     let mut anchors = Anchors {
         lower: &lower,
-        answer: lower.rfind("answer"),
-        hashes: lower.rfind("####"),
+        answers,
+        hashes: memchr::memchr(b'#', b).and_then(|_| hashes.rfind(b)),
+        finder: hashes,
     };
     for _ in 0..8 {
         let (at, len) = anchors.prev()?;
@@ -720,36 +729,31 @@ fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<(Vec<Piece<
 }
 
 /// The answer phrases of a text from the last one back: the word `answer` (`final answer`,
-/// `answer:`, `the answer is`) and `####` (GSM8K). Each pattern is searched once backwards.
+/// `answer:`, `the answer is`) and `####` (GSM8K), each searched once.
 struct Anchors<'a> {
     lower: &'a str,
-    answer: Option<usize>,
+    /// Where the word `answer` is, in order; the ones not yet walked back over.
+    answers: Vec<usize>,
+    /// The last `####` not yet walked back over.
     hashes: Option<usize>,
+    finder: memchr::memmem::FinderRev<'static>,
 }
 
 impl Anchors<'_> {
     /// The previous phrase: (position, length).
     fn prev(&mut self) -> Option<(usize, usize)> {
-        let b = self.lower.as_bytes();
-        loop {
-            let (at, len) = match (self.answer, self.hashes) {
-                (Some(x), Some(y)) if y > x => (y, 4),
-                (Some(x), _) => (x, 6),
-                (None, Some(y)) => (y, 4),
-                (None, None) => return None,
-            };
-            if len == 4 {
-                self.hashes = self.lower[..at].rfind("####");
-                return Some((at, len));
+        match (self.answers.last().copied(), self.hashes) {
+            (Some(x), Some(y)) if y > x => {}
+            (Some(x), _) => {
+                self.answers.pop();
+                return Some((x, 6));
             }
-            self.answer = self.lower[..at].rfind("answer");
-            // a word: `answers`, `reanswer` are not the phrase
-            if (at == 0 || !b[at - 1].is_ascii_alphabetic())
-                && !b.get(at + len).is_some_and(u8::is_ascii_alphabetic)
-            {
-                return Some((at, len));
-            }
+            (None, Some(_)) => {}
+            (None, None) => return None,
         }
+        let y = self.hashes?;
+        self.hashes = self.finder.rfind(&self.lower.as_bytes()[..y]);
+        Some((y, 4))
     }
 }
 
@@ -783,8 +787,11 @@ fn anchored<'a>(
     // the sentence: up to a full stop before a space or the end, or a blank line
     let b = s.as_bytes();
     let mut end = start;
+    let mut k = segs.partition_point(|g| g.start < end); // the first segment at or after `end`
     while end < b.len() {
-        let k = segs.partition_point(|g| g.start < end);
+        while segs.get(k).is_some_and(|g| g.start < end) {
+            k += 1;
+        }
         if let Some(g) = segs.get(k).filter(|g| g.start == end) {
             end = g.end;
             continue;

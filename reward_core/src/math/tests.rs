@@ -324,6 +324,9 @@ fn adversarial_inputs_are_fast_and_false() {
         "{,}".repeat(n / 3),
         "<=".repeat(n / 2),
         "and or ".repeat(n / 7),
+        "$$$$1".repeat(n / 5),
+        "answer$$\\cup".repeat(n / 12),
+        "|\\text{ and } ".repeat(n / 14),
     ];
     for s in &inputs {
         let t = std::time::Instant::now();
