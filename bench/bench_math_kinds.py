@@ -7,9 +7,11 @@
 Every case of the corpus (bench/math_kinds.py builds it) is judged in both orders, as a new user
 calls ``math_equal(a, b)``. Agreement with the corpus's verdicts is reported per kind, for ours and for
 Math-Verify 0.9 (``verify(parse(gold), parse(pred))`` and the other way round; a side that is a bare
-LaTeX answer, not prose, is wrapped in ``$…$`` as DESIGN.md says). The adversarial kind gets its own
-table: how many completions of each trick each judge scores (a score there is a judge fooled). Then
-the adversarial 100K-character inputs of bench/bench_math.py are timed, one thread.
+LaTeX answer, not prose, is wrapped in ``$…$``, as docs/design-facts.md calls Math-Verify). The
+adversarial kind gets its own table: how many completions of each trick each judge scores (a score
+there is a judge fooled). Then
+the adversarial 100K-character inputs of bench/bench_math.py are timed, one thread (wall-clock
+median and CPU-time minimum).
 
 ``--core`` judges with another build of the extension (a ``libreward_core.so``) instead of
 py_rewards; ``--before`` adds a column judged by another build (the verifier before these shapes
@@ -23,7 +25,6 @@ import argparse
 import logging
 import os
 import re
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -103,20 +104,6 @@ def pct(table: dict[str, tuple[float, int]] | None, k: str) -> str:
     return f"{100 * table[k][0]:.1f} %" if table else "–"
 
 
-def timings(judge: Callable[[str, str], bool]) -> list[tuple[float, str]]:
-    from bench_math import adversarial
-
-    worst = []
-    for name, s in adversarial().items():
-        ts = []
-        for _ in range(5):
-            t = time.perf_counter()
-            judge(s, "1")
-            ts.append(time.perf_counter() - t)
-        worst.append((statistics.median(ts) * 1e3, name))
-    return sorted(worst, reverse=True)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--core", type=Path, help="judge with this libreward_core.so instead of py_rewards")
@@ -150,15 +137,22 @@ def main() -> None:
         print(f"Math-Verify {2 * len(cases) / mv_s:,.0f} judgements/s")
         for k, (share, _) in mv_kinds.items():
             print(f"  {k:14} {100 * share:6.2f} %")
-    worst = timings(ours)
-    print("slowest adversarial inputs (ms):", ", ".join(f"{n} {ms:.2f}" for ms, n in worst[:4]))
+    from bench_math import time_adversarial
+
+    worst = time_adversarial(ours)
+    quiet = max(worst, key=lambda r: float(str(r["cpu_min_ms"])))
+    print(
+        f"slowest adversarial inputs (ms, wall median / CPU min; load {worst[0]['load']}):",
+        ", ".join(f"{r['input']} {r['wall_median_ms']:.2f} / {r['cpu_min_ms']:.2f}" for r in worst[:4]),
+    )
     if args.no_write or mv_kinds is None or mv_fooled is None:
         return
 
     lines = [
         "",
         f"_Last run: {len(cases)} cases, each judged both ways; worst adversarial 100K-char input "
-        f"{worst[0][0]:.2f} ms ({worst[0][1]}), {os.cpu_count()} CPUs._",
+        f"{worst[0]['wall_median_ms']:.2f} ms wall clock ({worst[0]['input']}), {quiet['cpu_min_ms']:.2f} ms "
+        f"CPU time ({quiet['input']}), load average {worst[0]['load']} on {os.cpu_count()} CPUs._",
         "",
         f"| kind | cases | {args.before_name} | `math_equal` | Math-Verify |",
         "|---|---:|---:|---:|---:|",
