@@ -5,6 +5,10 @@
 //! "answer" phrasing; then the last math segment or number of the prose. The result is one or more
 //! segments of the text; several segments are one answer, a set (`\boxed{1} and \boxed{2}`).
 
+use std::sync::OnceLock;
+
+use memchr::memmem::{Finder, FinderRev};
+
 use super::lex::MAX_LEN;
 
 /// Most segments one answer is made of (`\boxed{1}, \boxed{2}, …`); further ones are dropped.
@@ -101,9 +105,19 @@ fn clip(s: &str) -> &str {
     &s[..end]
 }
 
+/// A searcher for `pat`, built once per process (building one costs about as much as searching a
+/// short answer, and every answer is searched for the same few patterns).
+fn finder(cell: &'static OnceLock<Finder<'static>>, pat: &'static str) -> &'static Finder<'static> {
+    cell.get_or_init(|| Finder::new(pat))
+}
+static BOXED: OnceLock<Finder<'static>> = OnceLock::new();
+static FBOX: OnceLock<Finder<'static>> = OnceLock::new();
+static TEXT: OnceLock<Finder<'static>> = OnceLock::new();
+static ANSWER: OnceLock<Finder<'static>> = OnceLock::new();
+
 // ---- boxes ---------------------------------------------------------------------------------------
 
-/// The boxes of a text from the last one back: every `\\boxed` and `\\fbox` is found in one
+/// The boxes of a text from the last one back: every `\boxed` and `\fbox` is found in one
 /// forward pass each (SIMD), then walked back, so reading a chain of boxes is linear.
 struct Boxes {
     /// (start, end of the command) of each box command, in order; `k` of them are left.
@@ -114,9 +128,10 @@ struct Boxes {
 impl Boxes {
     fn new(s: &str) -> Self {
         let b = s.as_bytes();
-        let mut at: Vec<(usize, usize)> = memchr::memmem::find_iter(b, b"\\boxed")
+        let mut at: Vec<(usize, usize)> = finder(&BOXED, "\\boxed")
+            .find_iter(b)
             .map(|i| (i, i + 6))
-            .chain(memchr::memmem::find_iter(b, b"\\fbox").map(|i| (i, i + 5)))
+            .chain(finder(&FBOX, "\\fbox").find_iter(b).map(|i| (i, i + 5)))
             .collect();
         at.sort_unstable();
         let k = at.len();
@@ -309,8 +324,7 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
     // The next `\]`, `\)`, `$$`, newline, `\end{align*}`… at or after the search position (searched once each: the position
     // only grows, so a found one stays the next until passed, and a missing one stays missing).
     let mut next: [Option<Option<usize>>; 4 + DISPLAY_ENVS.len()] = [None; 4 + DISPLAY_ENVS.len()];
-    let mut finders: [Option<memchr::memmem::Finder<'static>>; 4 + DISPLAY_ENVS.len()] =
-        Default::default();
+    let mut finders: [Option<Finder<'static>>; 4 + DISPLAY_ENVS.len()] = Default::default();
     let mut find = |k: usize, pat: &'static str, from: usize| -> Option<usize> {
         match next[k] {
             Some(None) => return None,
@@ -318,8 +332,8 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
             _ => {}
         }
         // (a searcher is built once per pattern: `$$ $$ $$ …` looks for `$$` once per segment)
-        let finder = finders[k].get_or_insert_with(|| memchr::memmem::Finder::new(pat));
-        let r = b.get(from..).and_then(|t| finder.find(t)).map(|p| from + p);
+        let f = finders[k].get_or_insert_with(|| Finder::new(pat));
+        let r = b.get(from..).and_then(|t| f.find(t)).map(|p| from + p);
         next[k] = Some(r);
         r
     };
@@ -478,7 +492,7 @@ impl Skip {
     fn new(s: &str, segs: &[Seg]) -> Skip {
         let mut ranges: Vec<(usize, usize)> = segs.iter().map(|g| (g.start, g.end)).collect();
         let b = s.as_bytes();
-        let text = memchr::memmem::Finder::new("\\text{");
+        let text = finder(&TEXT, "\\text{");
         let mut i = 0;
         while let Some(k) = text.find(&b[i..]) {
             let open = i + k + 5;
@@ -706,13 +720,14 @@ fn after_anchor<'a>(s: &'a str, segs: &[Seg], skip: &Skip) -> Option<(Vec<Piece<
     let lower = s.to_ascii_lowercase();
     let b = lower.as_bytes();
     // the word `answer` (`answers`, `reanswer` are not the phrase), found in one forward pass
-    let answers = memchr::memmem::find_iter(b, b"answer")
+    let answers = finder(&ANSWER, "answer")
+        .find_iter(b)
         .filter(|&at| {
             (at == 0 || !b[at - 1].is_ascii_alphabetic())
                 && !b.get(at + 6).is_some_and(u8::is_ascii_alphabetic)
         })
         .collect();
-    let hashes = memchr::memmem::FinderRev::new("####");
+    let hashes = FinderRev::new("####");
     let mut anchors = Anchors {
         lower: &lower,
         answers,
@@ -736,7 +751,7 @@ struct Anchors<'a> {
     answers: Vec<usize>,
     /// The last `####` not yet walked back over.
     hashes: Option<usize>,
-    finder: memchr::memmem::FinderRev<'static>,
+    finder: FinderRev<'static>,
 }
 
 impl Anchors<'_> {
