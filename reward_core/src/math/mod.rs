@@ -78,8 +78,9 @@
 //! - Matrices (`pmatrix`, `bmatrix`, `array`) compare shape and cells; sums, differences, scalar
 //!   multiples, products and powers up to 8 of matrices are evaluated first.
 //! - `\sum_{k=a}^{b}` / `\prod` of the product after them: term by term for integer limits (up to
-//!   1000 terms); otherwise the sum is a value named by its limits and its body, read with `k` as a
-//!   variable of its own (`\sum_{i=1}^n 3i` = `\sum_{k=1}^{n} k \cdot 3`; not its closed form).
+//!   1000 terms, and 4,096 tokens read again in one answer: `\sum_{k=1}^{100} k^2` = `338350`);
+//!   otherwise the sum is a value named by its limits and its body, read with `k` as a variable of
+//!   its own (`\sum_{i=1}^n 3i` = `\sum_{k=1}^{n} k \cdot 3`; not its closed form).
 //! - Collections (order rules as Math-Verify's): `\{…\}` sets and bare lists `a, b, c` are
 //!   unordered and ignore repeats (`3, 5, 7` = `\{7,5,3\}`, `\{2,1,1\}` = `\{1,2\}`); tuples
 //!   `(a, b)` are ordered and match a list in the order written; intervals `[a, b)` compare
@@ -122,9 +123,11 @@
 //!   point is correct"): a set is a set.
 //! - An answer outside the answer: the gold in a `\text{}` aside, in prose next to another boxed
 //!   answer, after an empty box, or as digits of a longer number (`\boxed{51}` ≠ `5`).
-//! - Closed forms of symbolic sums (`\sum_{k=1}^n k` ≠ `\frac{n(n+1)}{2}`), labels permuted against
-//!   an unlabelled tuple (`(q,p) = (2,3)` ≠ `(3,2)`: nothing says the gold is `(p, q)`), `and` of
-//!   inequalities as an intersection (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
+//! - Closed forms of symbolic sums (`\sum_{k=1}^n k` ≠ `\frac{n(n+1)}{2}`), and the values of sums
+//!   too long to add up within the budget (`\sum_{n=1}^{1000} \frac{1}{n^2+n}` ≠ `\frac{1000}{1001}`:
+//!   13,000 tokens to read again), labels permuted against an unlabelled tuple (`(q,p) = (2,3)` ≠
+//!   `(3,2)`: nothing says the gold is `(p, q)`), `and` of inequalities as an intersection
+//!   (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
 //!
 //! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
 //! symmetric.

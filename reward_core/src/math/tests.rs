@@ -160,6 +160,7 @@ fn equal_shapes() {
             "\\begin{pmatrix}1&2\\\\0&1\\end{pmatrix}",
         ),
         ("\\sum_{j=1}^{4} j^2", "30"),
+        ("\\sum_{k=1}^{100} k^2", "338350"), // 400 tokens read again: within the budget
         ("\\sum_{i=1}^{n} 2i", "\\sum_{k=1}^{n} k \\cdot 2"),
         ("\\prod_{k=1}^{4} k", "24"),
         // written without LaTeX, or glued together
@@ -229,6 +230,8 @@ fn unequal_pairs() {
         ("(a,b) = (5,1)", "(1,5)"),
         ("2 + 3 = 5", "6"),
         ("\\sum_{i=1}^{4} i", "11"),
+        // 13,000 tokens to read again, past the budget: named by its limits and body, not added up
+        ("\\sum_{n=1}^{1000} \\frac{1}{n^2+n}", "\\frac{1000}{1001}"),
         (
             "\\begin{pmatrix}1\\\\2\\end{pmatrix}+\\begin{pmatrix}3\\\\4\\end{pmatrix}",
             "\\begin{pmatrix}4\\\\7\\end{pmatrix}",
