@@ -198,8 +198,8 @@ def adversarial(n: int = 100_000) -> dict[str, str]:
     }
 
 
-#: Inputs whose answer is read as math right up to ``math_equal``'s limit (an answer past 8 KiB is
-#: compared as text): ~92K characters of prose, then a box holding 8,000 characters of one of the
+#: Inputs whose answer is read as math right up to ``math_equal``'s limit (an answer past 4 KiB is
+#: compared as text): ~96K characters of prose, then a box holding 4,000 characters of one of the
 #: shapes above, the most the tokenizer and the parser are ever given.
 AT_THE_LIMIT = (
     "matrix products",
@@ -228,7 +228,7 @@ def adversarial_inputs() -> dict[str, str]:
     out = adversarial()
     prose = "We add the ones up one by one, and then we check the sum. " * 1800
     for name in AT_THE_LIMIT:
-        box = f"so \\boxed{{{_at_most(name, 8_000)}}}"
+        box = f"so \\boxed{{{_at_most(name, 4_000)}}}"
         out[f"prose, then {name} boxed (at the limit)"] = prose[: 100_000 - len(box)] + box
     return out
 
