@@ -233,23 +233,50 @@ def adversarial_inputs() -> dict[str, str]:
     return out
 
 
+def adversarial_pairs() -> dict[str, tuple[str, str]]:
+    """Two long answers against each other, both within the answer limit: collections matched
+    without order, pair by pair (the comparison budget bounds them)."""
+
+    def sets(n: int, rev: bool) -> str:
+        xs = [str(i) for i in range(1, n + 1)]
+        return "\\{" + ",".join(reversed(xs) if rev else xs) + "\\}"
+
+    def nested(rev: bool) -> str:
+        inner = ["\\{" + ",".join(map(str, range(k, k + 25)[:: -1 if rev else 1])) + "\\}" for k in range(25)]
+        return "\\{" + ",".join(reversed(inner) if rev else inner) + "\\}"
+
+    labelled = [f"x_{{{i}}}={i}" for i in range(1, 300)]
+    intervals = [f"[{i},{i + 1}]" for i in range(0, 600, 2)]
+    return {
+        "a set of 500 against it reversed": (sets(500, False), sets(500, True)),
+        "300 labelled values against them reversed": (",".join(labelled), ",".join(reversed(labelled))),
+        "a set of 25 sets of 25 against it reversed": (nested(False), nested(True)),
+        "a union of 300 intervals against it reversed": (
+            "\\cup".join(intervals),
+            "\\cup".join(reversed(intervals)),
+        ),
+    }
+
+
 def time_adversarial(judge: Callable[[str, str], bool], reps: int = 15) -> list[dict[str, object]]:
-    """Each adversarial input judged ``reps`` times against ``"1"``, one thread: the wall-clock median
-    (what a call costs on this box, loaded as it is) and the minimum of the thread's CPU time (what it
-    costs with a core to itself), in ms, slowest first; with the highest 1-minute load average seen."""
+    """Each adversarial input judged ``reps`` times against ``"1"`` (a pair: one side against the
+    other), one thread: the wall-clock median (what a call costs on this box, loaded as it is) and
+    the minimum of the thread's CPU time (what it costs with a core to itself), in ms, slowest
+    first; with the highest 1-minute load average seen."""
     load = os.getloadavg()[0]
     out: list[dict[str, object]] = []
-    for name, s in adversarial_inputs().items():
+    cases = {name: (s, "1") for name, s in adversarial_inputs().items()} | adversarial_pairs()
+    for name, (s, other) in cases.items():
         wall, cpu = [], []
         for _ in range(reps):
             t, c = time.perf_counter(), time.thread_time()
-            judge(s, "1")
+            judge(s, other)
             cpu.append(time.thread_time() - c)
             wall.append(time.perf_counter() - t)
         out.append(
             {
                 "input": name,
-                "chars": len(s),
+                "chars": len(s) + (len(other) if other != "1" else 0),
                 "wall_median_ms": round(statistics.median(wall) * 1e3, 3),
                 "cpu_min_ms": round(min(cpu) * 1e3, 3),
             }
@@ -264,8 +291,9 @@ def speed_table(rows: list[dict[str, object]]) -> str:
     """The markdown table of :func:`time_adversarial`'s rows."""
     cpu = max(rows, key=lambda r: float(str(r["cpu_min_ms"])))
     lines = [
-        f"_Last run: {len(rows)} inputs, each judged {rows[0]['reps']} times against `1` in one thread, at a "
-        f"load average of {rows[0]['load']} on {os.cpu_count()} CPUs. Worst wall clock (median) "
+        f"_Last run: {len(rows)} inputs, each judged {rows[0]['reps']} times in one thread (against `1`, "
+        f"or a pair against each other), at a load average of {rows[0]['load']} on {os.cpu_count()} "
+        "CPUs. Worst wall clock (median) "
         f"**{rows[0]['wall_median_ms']:.2f} ms** ({rows[0]['input']}), worst CPU time (minimum) "
         f"**{cpu['cpu_min_ms']:.2f} ms** ({cpu['input']})._",
         "",

@@ -359,6 +359,39 @@ fn answers_past_the_limit_are_their_text() {
     assert!(!math_equal(&past, &format!("{past}+0")));
 }
 
+#[test]
+fn long_collections_cost_a_bounded_number_of_comparisons() {
+    let set = |xs: Vec<String>| format!("\\{{{}\\}}", xs.join(","));
+    let up = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>();
+    let down = |n: usize| (1..=n).rev().map(|i| i.to_string()).collect::<Vec<_>>();
+    // a set of 40 against itself reversed is matched without order (~2.4K comparisons)
+    assert!(math_equal(&set(up(40)), &set(down(40))));
+    // 500 elements need ~190K: past the budget, not equal, both ways, and fast
+    let (a, b) = (set(up(500)), set(down(500)));
+    let t = std::time::Instant::now();
+    assert!(!math_equal(&a, &b) && !math_equal(&b, &a));
+    assert!(math_equal(&a, &a)); // the same text still is
+                                 // sets of sets: the budget is shared by the whole comparison
+    let nested = |rev: bool| {
+        let inner = |k: usize| {
+            let xs: Vec<String> = (k..k + 25).map(|i| i.to_string()).collect();
+            set(if rev {
+                xs.into_iter().rev().collect()
+            } else {
+                xs
+            })
+        };
+        let outer: Vec<String> = (0..25).map(inner).collect();
+        set(if rev {
+            outer.into_iter().rev().collect()
+        } else {
+            outer
+        })
+    };
+    assert!(!math_equal(&nested(false), &nested(true)));
+    assert!(t.elapsed().as_millis() < 500, "slow: {:?}", t.elapsed());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
