@@ -1,16 +1,18 @@
-"""Benchmark and differential check: py_rewards.math_equal (Rust) against Math-Verify (issue #13).
+"""Benchmark and differential check: py_rewards.math_equal (Rust) against Math-Verify.
 
     python bench/bench_math.py                 # ~3 min on 2 cores; rewrites bench/math_verify.md
     python bench/bench_math.py --golds ../shared/data/math/test.jsonl --repeat 1 --no-write
 
 On the corpus of bench/math_corpus.py (built from the MATH500 gold answers shipped in
 cli/data/samples, ~5K pairs: rewrites, near misses, wrong answers) both judges label every pair in
-the same process, one thread: Math-Verify as DESIGN.md says, ``verify(parse("$"+gold+"$"),
-parse("$"+pred+"$"))``; ours as ``math_equal(pred, gold)`` (one Python call per pair) and as one
-``math_equal_batch`` call with ``PY_REWARDS_PARALLEL=0``. Judgements per second are medians of
-``--repeat`` runs; the ratio is taken in this run. Then 100K-character adversarial LaTeX inputs are
-timed (median of 5 per input; the worst input is reported). The report lists every disagreement
-with its verdict (who is right) from ``VERDICTS`` below; one no rule covers is marked ``unreviewed``.
+the same process, one thread: Math-Verify as docs/design-facts.md says ("Math-Verify as the
+reference judge"), ``verify(parse("$"+gold+"$"), parse("$"+pred+"$"))``; ours as
+``math_equal(pred, gold)`` (one Python call per pair) and as one ``math_equal_batch`` call with
+``PY_REWARDS_PARALLEL=0``. Judgements per second are medians of ``--repeat`` runs; the ratio is
+taken in this run. Then the adversarial inputs (100K characters each) are timed, 15 calls each:
+the wall-clock median (loaded, as the box is) and the CPU-time minimum (quiet), written as a table
+between the ``speed`` markers of the report. The report lists every disagreement with its verdict
+(who is right) from ``VERDICTS`` below; one no rule covers is marked ``unreviewed``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from py_rewards import math_equal, math_equal_batch  # noqa: E402
 REPORT = HERE / "math_verify.md"
 RESULTS = HERE / "results" / "math_verify.json"
 BEGIN, END = "<!-- disagreements:begin -->", "<!-- disagreements:end -->"
+SPEED_BEGIN, SPEED_END = "<!-- speed:begin -->", "<!-- speed:end -->"
 
 
 def mv_judge() -> Callable[[str, str], bool]:
@@ -168,7 +171,139 @@ def adversarial(n: int = 100_000) -> dict[str, str]:
         "unary plus run": "+" * n + "1",
         "\\sqrt without braces": "\\sqrt" * (n // 5) + "2",
         "\\text{ soup": "\\text{" * (n // 6),
+        # the extraction and relation rules (bench/math_kinds.py's shapes)
+        "money signs": "$1 " * (n // 3),
+        "inline math pairs": "$x$ " * (n // 4),
+        "boxes joined by and": "\\boxed{1} and " * (n // 14),
+        "empty boxes": "\\boxed{}" * (n // 8),
+        "answer phrases": "The answer is " * (n // 14) + "5",
+        "`answers` (no phrase)": "answers" * (n // 7),
+        "unclosed \\(": "\\(\n" * (n // 3),
+        "unclosed \\begin{align*}": "\\begin{align*}" * (n // 14),
+        "prose": "the cat sat on the mat " * (n // 23),
+        "numbers joined by and": "1 and " * (n // 6),
+        "open parentheses then a digit": "(" * (n - 1) + "1",
+        "labelled list": ",".join(["x=1"] * (n // 4)),
+        "constant chain": "=".join(["1"] * (n // 2)),
+        "ratio chain": ":".join(["1"] * (n // 2)),
+        "set of repeats": "\\{" + ",".join(["1"] * (n // 2)) + "\\}",
+        "sums of sums": "\\sum_{k=1}^{1000}" * (n // 17) + "k",
+        "matrix products": ("\\begin{pmatrix}" + "\\\\".join(["&".join(["1"] * 16)] * 16) + "\\end{pmatrix}")
+        * (n // 700),
+        "glued commands": "\\pia" * (n // 4),
+        # the slowest of 7,500 inputs made of 1-6 random LaTeX and prose snippets repeated (2026-12-01)
+        "empty display math between digits": "$$$$1" * (n // 5),
+        "`answer` before display math": "answer$$\\cup" * (n // 12),
+        "`\\text{ and }` between bars": "|\\text{ and } " * (n // 14),
     }
+
+
+#: Inputs whose answer is read as math right up to ``math_equal``'s limit (an answer past 4 KiB is
+#: compared as text): ~96K characters of prose, then a box holding 4,000 characters of one of the
+#: shapes above, the most the tokenizer and the parser are ever given.
+AT_THE_LIMIT = (
+    "matrix products",
+    "power tower",
+    "long sum",
+    "\\frac chain",
+    "labelled list",
+    "constant chain",
+    "set of repeats",
+    "sums of sums",
+    "glued commands",
+    "deep parentheses",
+)
+
+
+def _at_most(name: str, chars: int) -> str:
+    """The input ``name`` of :func:`adversarial`, as long as it can be in ``chars`` characters."""
+    n = chars
+    while len(s := adversarial(n)[name]) > chars:
+        n -= max(1, (len(s) - chars) // 2)
+    return s
+
+
+def adversarial_inputs() -> dict[str, str]:
+    """:func:`adversarial` at 100K characters, and the :data:`AT_THE_LIMIT` shapes boxed after prose."""
+    out = adversarial()
+    prose = "We add the ones up one by one, and then we check the sum. " * 1800
+    for name in AT_THE_LIMIT:
+        box = f"so \\boxed{{{_at_most(name, 4_000)}}}"
+        out[f"prose, then {name} boxed (at the limit)"] = prose[: 100_000 - len(box)] + box
+    return out
+
+
+def adversarial_pairs() -> dict[str, tuple[str, str]]:
+    """Two long answers against each other, both within the answer limit: collections matched
+    without order, pair by pair (the comparison budget bounds them)."""
+
+    def sets(n: int, rev: bool) -> str:
+        xs = [str(i) for i in range(1, n + 1)]
+        return "\\{" + ",".join(reversed(xs) if rev else xs) + "\\}"
+
+    def nested(rev: bool) -> str:
+        inner = ["\\{" + ",".join(map(str, range(k, k + 25)[:: -1 if rev else 1])) + "\\}" for k in range(25)]
+        return "\\{" + ",".join(reversed(inner) if rev else inner) + "\\}"
+
+    labelled = [f"x_{{{i}}}={i}" for i in range(1, 300)]
+    intervals = [f"[{i},{i + 1}]" for i in range(0, 600, 2)]
+    return {
+        "a set of 500 against it reversed": (sets(500, False), sets(500, True)),
+        "300 labelled values against them reversed": (",".join(labelled), ",".join(reversed(labelled))),
+        "a set of 25 sets of 25 against it reversed": (nested(False), nested(True)),
+        "a union of 300 intervals against it reversed": (
+            "\\cup".join(intervals),
+            "\\cup".join(reversed(intervals)),
+        ),
+    }
+
+
+def time_adversarial(judge: Callable[[str, str], bool], reps: int = 15) -> list[dict[str, object]]:
+    """Each adversarial input judged ``reps`` times against ``"1"`` (a pair: one side against the
+    other), one thread: the wall-clock median (what a call costs on this box, loaded as it is) and
+    the minimum of the thread's CPU time (what it costs with a core to itself), in ms, slowest
+    first; with the highest 1-minute load average seen."""
+    load = os.getloadavg()[0]
+    out: list[dict[str, object]] = []
+    cases = {name: (s, "1") for name, s in adversarial_inputs().items()} | adversarial_pairs()
+    for name, (s, other) in cases.items():
+        wall, cpu = [], []
+        for _ in range(reps):
+            t, c = time.perf_counter(), time.thread_time()
+            judge(s, other)
+            cpu.append(time.thread_time() - c)
+            wall.append(time.perf_counter() - t)
+        out.append(
+            {
+                "input": name,
+                "chars": len(s) + (len(other) if other != "1" else 0),
+                "wall_median_ms": round(statistics.median(wall) * 1e3, 3),
+                "cpu_min_ms": round(min(cpu) * 1e3, 3),
+            }
+        )
+    load = max(load, os.getloadavg()[0])
+    for row in out:
+        row.update(reps=reps, load=round(load, 2))
+    return sorted(out, key=lambda r: -float(str(r["wall_median_ms"])))
+
+
+def speed_table(rows: list[dict[str, object]]) -> str:
+    """The markdown table of :func:`time_adversarial`'s rows."""
+    cpu = max(rows, key=lambda r: float(str(r["cpu_min_ms"])))
+    lines = [
+        f"_Last run: {len(rows)} inputs, each judged {rows[0]['reps']} times in one thread (against `1`, "
+        f"or a pair against each other), at a load average of {rows[0]['load']} on {os.cpu_count()} "
+        "CPUs. Worst wall clock (median) "
+        f"**{rows[0]['wall_median_ms']:.2f} ms** ({rows[0]['input']}), worst CPU time (minimum) "
+        f"**{cpu['cpu_min_ms']:.2f} ms** ({cpu['input']})._",
+        "",
+        "| input | characters | wall clock, ms | CPU time, ms |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        name = str(r["input"]).replace("|", "\\|")
+        lines.append(f"| {name} | {r['chars']:,} | {r['wall_median_ms']:.2f} | {r['cpu_min_ms']:.2f} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -229,15 +364,9 @@ def main() -> None:
         if d["right"] == "unreviewed":
             print(f"  unreviewed: ours={d['ours']} pred={d['pred']!r} gold={d['gold']!r}", file=sys.stderr)
 
-    worst = []
-    for name, s in adversarial().items():
-        ts = []
-        for _ in range(5):
-            t = time.perf_counter()
-            math_equal(s, "1")
-            ts.append(time.perf_counter() - t)
-        worst.append((statistics.median(ts) * 1e3, name, len(s)))
-    worst.sort(reverse=True)
+    speed = time_adversarial(math_equal)
+    worst = speed[0]
+    worst_cpu = max(speed, key=lambda r: float(str(r["cpu_min_ms"])))
 
     import math_verify
 
@@ -253,8 +382,12 @@ def main() -> None:
         "ours_batch_per_s": batch_rate,
         "ratio": ours_rate / mv_rate,
         "ratio_batch": batch_rate / mv_rate,
-        "adversarial_ms": {name: round(ms, 3) for ms, name, _ in worst},
-        "adversarial_worst_ms": worst[0][0],
+        "adversarial": speed,
+        "adversarial_worst_wall_ms": worst["wall_median_ms"],
+        "adversarial_worst_wall_input": worst["input"],
+        "adversarial_worst_cpu_ms": worst_cpu["cpu_min_ms"],
+        "adversarial_worst_cpu_input": worst_cpu["input"],
+        "load_average": speed[0]["load"],
         "math_verify_version": math_verify.__version__ if hasattr(math_verify, "__version__") else "0.9.0",
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
@@ -281,9 +414,16 @@ def main() -> None:
         f"({len(dis)} disagreements: {summary['by_verdict']}); Math-Verify {mv_rate:,.0f} judgements/s, "
         f"ours {ours_rate:,.0f}/s per Python call (**{ours_rate / mv_rate:,.0f}×**), "
         f"{batch_rate:,.0f}/s in one batch call ({batch_rate / mv_rate:,.0f}×), single thread, medians of "
-        f"{args.repeat} runs; worst adversarial 100K-char input {worst[0][0]:.2f} ms ({worst[0][1]})._\n\n"
+        f"{args.repeat} runs; worst adversarial 100K-char input {worst['wall_median_ms']:.2f} ms wall clock "
+        f"({worst['input']}), {worst_cpu['cpu_min_ms']:.2f} ms CPU time ({worst_cpu['input']}), load "
+        f"average {worst['load']}._\n\n"
     )
-    REPORT.write_text(head + BEGIN + stats + "\n".join(table) + "\n" + END + tail)
+    text = head + BEGIN + stats + "\n".join(table) + "\n" + END + tail
+    if SPEED_BEGIN not in text:
+        text += f"\n{SPEED_BEGIN}\n{SPEED_END}\n"
+    head, _, rest = text.partition(SPEED_BEGIN)
+    _, _, tail = rest.partition(SPEED_END)
+    REPORT.write_text(head + SPEED_BEGIN + "\n" + speed_table(speed) + "\n" + SPEED_END + tail)
     print(f"wrote {REPORT} and {RESULTS}", file=sys.stderr)
 
 

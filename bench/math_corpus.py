@@ -1,4 +1,4 @@
-"""A fixed-seed corpus of (prediction, gold) answer pairs built from MATH500 gold answers (issue #13).
+"""A fixed-seed corpus of (prediction, gold) answer pairs built from MATH500 gold answers.
 
 For each gold answer it writes equivalent rewrites (other LaTeX spellings of the same value),
 near misses (one small change that makes it wrong) and wrong answers (another problem's gold), so

@@ -88,7 +88,7 @@ _KINDS: dict[str, tuple[str, str, str]] = {
     "strict_format_reward_func": ("seed001", "strict_format_reward_func", "seed001"),
     "int_parsable_reward_func": ("seed001", "int_parsable_reward_func", "seed001"),
     "cosine_correctness_reward_func": ("cosine", "cosine_correctness_reward_func", "seed001"),
-    # Issue #13: MATH-style answers judged by the Rust verifier (no pure-Python reference exists;
+    # MATH-style answers judged by the Rust verifier (no pure-Python reference exists;
     # Math-Verify is its test oracle, see tests/test_math_verify.py).
     "check_math_answer": ("math", "check_math_answer", "seed000"),
 }
@@ -134,11 +134,12 @@ _DOCS = {
     >>> int_parsable_reward_func(completions=["<<\\\\boxed{-12}>>", "<<\\\\boxed{1.5}>>"])
     [0.5, 0.0]
     """,
-    "check_math_answer": """Issue #13: the answer between the solution tags (else the last
-    ``\\boxed{…}``) judged against the gold answer by :func:`py_rewards.math_equal` (MATH-style
-    LaTeX: fractions, roots, π, degrees, percent, tuples, intervals, sets, equations …):
-    ``scores.math_correct`` (5.0) if equal, ``math_wrong`` (-2.5) if not, ``math_missing`` (-2.0)
-    when there is no answer.
+    "check_math_answer": """The answer between the solution tags (else the last
+    ``\\boxed{…}`` with the boxes joined to it, one set; else an answer phrase such as ``The
+    final answer is $5$.``) judged against the gold answer by :func:`py_rewards.math_equal`
+    (MATH-style LaTeX: fractions, roots, π, degrees, percent, tuples, intervals, sets, labelled
+    answers, equations …): ``scores.math_correct`` (5.0) if equal, ``math_wrong`` (-2.5) if not,
+    ``math_missing`` (-2.0) when there is no marked answer.
 
     >>> done = "<end_working_out><SOLUTION>{}</SOLUTION>".format
     >>> check_math_answer(completions=[done("\\\\frac12"), done("2\\\\sqrt3"), done("0.6"), "none"],

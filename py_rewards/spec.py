@@ -45,10 +45,11 @@ class RewardScores:
     numeric_miss: float = -1.5
     numeric_unparsable: float = 0.0
     numeric_missing: float = -2.5
-    # check_math_answer (issue #13): the answer equals the gold one under py_rewards.math_equal
+    # check_math_answer: the answer equals the gold one under py_rewards.math_equal (the rules:
+    # reward_core/src/math/mod.rs; why Math-Verify is the reference: docs/design-facts.md)
     math_correct: float = 5.0
     math_wrong: float = -2.5
-    math_missing: float = -2.0  # no solution tags and no \boxed{} answer
+    math_missing: float = -2.0  # no marked answer: no solution tags, no closed box, no answer phrase
 
 
 _SEED000_SYSTEM = (

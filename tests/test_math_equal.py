@@ -1,4 +1,4 @@
-"""py_rewards.math_equal / math_equal_batch / check_math_answer (issue #13): the Python surface of the
+"""py_rewards.math_equal / math_equal_batch / check_math_answer: the Python surface of the
 Rust verifier. Rules and their tables live in reward_core/src/math (cargo test); here: the binding's
 contract (never raises on bad input, batch = scalar, GIL released), the reward, properties.
 `test_grpo_config_resolves_check_math_answer` (cli/train/rewards.py) belongs in
@@ -51,6 +51,15 @@ TABLE = [
     ("The answer is $\\frac{1}{2}$.", "0.5", True),  # prose around the answer
     ("x \\le 3", "(-\\infty, 3]", True),  # an inequality is its solution set
     ("52_8", "52_{10}", False),  # different bases
+    ("\\boxed{1} and \\boxed{2}", "1, 2", True),  # joined boxes are one set
+    ("\\boxed{1} and \\boxed{2}", "2", False),  # … and not one of its candidates
+    ("The largest $n$ is 34.", "34", True),  # prose: the last number, `$n$` only names
+    ("(p,q)=(3,2)", "(3,2)", True),  # a label that is not one variable
+    ("-2\\le x\\le 7", "x\\in[-2,7]", True),  # relations read as one normal form
+    ("x >= 2", "[2, \\infty)", True),  # ASCII relations
+    ("\\{2,1,1\\}", "\\{1,2\\}", True),  # sets ignore repeats
+    ("19, 46, and 82", "19, 46, 82", True),  # a bare `and`
+    ("The answer is $\\boxed{}$. It is 5.", "5", False),  # an empty box is no answer
 ]
 
 

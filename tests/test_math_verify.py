@@ -1,11 +1,11 @@
-"""Differential test (issue #13): py_rewards.math_equal against Math-Verify, the field's reference judge.
+"""Differential test: py_rewards.math_equal against Math-Verify, the field's reference judge.
 
 The corpus is bench/math_corpus.py's fixed-seed rewrites, near misses and wrong answers built from
 the MATH500 gold answers shipped in cli/data/samples (hermetic; ~5K pairs). Math-Verify labels every
-pair as DESIGN.md says, ``verify(parse("$"+gold+"$"), parse("$"+pred+"$"))``. The two must agree on
-at least 99 % of the pairs, and every pair where they differ must be listed, with who is right, in
-bench/math_verify.md (``python bench/bench_math.py`` rewrites that list). ~40 s on 2 cores, most of
-it Math-Verify; skipped when ``math-verify`` (in the ``dev`` extra) is not installed.
+pair as docs/design-facts.md says, ``verify(parse("$"+gold+"$"), parse("$"+pred+"$"))``. The two
+must agree on at least 99 % of the pairs, and every pair where they differ must be listed, with who
+is right, in bench/math_verify.md (``python bench/bench_math.py`` rewrites that list). ~40 s on 2
+cores, most of it Math-Verify; skipped when ``math-verify`` (in the ``dev`` extra) is not installed.
 """
 
 from __future__ import annotations

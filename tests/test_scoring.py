@@ -24,6 +24,29 @@ def test_eval_scores_both_rules_side_by_side() -> None:
     assert sc.math_correct == [True, True, True, False, True]
 
 
+def test_eval_reads_answers_as_the_reward_does() -> None:
+    """`grpo eval`'s math_equal column reads the answer where the check_math_answer reward does:
+    the solution tags, else the boxes (joined boxes are one set), else an answer phrase; an empty
+    box, an unclosed one or candidates listed are no correct answer."""
+    from cli.eval.scoring import math_verdicts
+
+    spec = py_rewards.get_spec("seed000")
+    cases = [
+        ("so $x = \\boxed{1}$ or $x = \\boxed{2}$.", "1, 2", True),
+        ("Final Answer: The final answer is $\\frac{7}{32}$. I hope it is correct.", "7:32", True),
+        ("so $(p, q) = (3, 2)$, hence \\boxed{(p,q)=(3,2)}", "(3,2)", True),
+        ("\\boxed{-2 \\le x \\le 7}", "[-2,7]", True),
+        ("The answer is $\\boxed{}$. It is 5.", "5", False),
+        ("\\boxed{\\frac{14}{3}", "\\frac{14}{3}", False),
+        ("$\\boxed{4}$ or $\\boxed{5}$", "5", False),
+        ("I think it is 5.", "5", False),  # prose alone marks no answer
+    ]
+    completions, golds, want = zip(*cases, strict=True)
+    assert math_verdicts(spec, list(completions), list(golds)) == list(want)
+    rewards = py_rewards.check_math_answer(completions=list(completions), answer=list(golds))
+    assert [r == spec.scores.math_correct for r in rewards] == list(want)
+
+
 LENIENT = [
     # (completion, gold, correct by the last number)
     ("<end_working_out><SOLUTION>18</SOLUTION>", "18", True),  # our format: the solution is the last number

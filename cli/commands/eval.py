@@ -7,9 +7,10 @@ adapter (each one present), the columns of seed 000's results table:
   reasoning-end tag, then the answer between the solution tags, then only whitespace);
 - [bold]accuracy, seed rule[/]: share whose extracted answer equals the gold one exactly or after strip()
   (check_answer_accuracy's two top tiers), or numerically (thousands separators allowed: "1,000" = "1000.0");
-- [bold]accuracy, math_equal[/]: share whose answer (solution tags, else the last \\boxed{}) equals the gold
-  one under py_rewards.math_equal, which reads MATH-style LaTeX (\\frac{1}{2} = 0.5, 2\\sqrt3 = \\sqrt{12},
-  90^\\circ = 90, intervals, sets, ...) like Math-Verify; on GSM8K/DAPO integers the two agree;
+- [bold]accuracy, math_equal[/]: share whose answer (solution tags, else the boxes, else an answer phrase such
+  as "The final answer is $5$") equals the gold one under py_rewards.math_equal, which reads MATH-style LaTeX
+  (\\frac{1}{2} = 0.5, 2\\sqrt3 = \\sqrt{12}, 90^\\circ = 90, intervals, sets, several boxes as one set,
+  labelled answers, ...); on GSM8K/DAPO integers the two rules agree;
 - [bold]accuracy, last number[/]: share whose last number, anywhere in the completion, equals the gold answer
   as a number (GSM8K's lenient grading): what the model knows, whatever its format;
 - [bold]mean length[/]: completion tokens up to EOS.

@@ -15,8 +15,9 @@ NOT_APPLICABLE = "—"  # a column that does not apply to a row (the base-chat r
 ACCURACY_DEFINITION = (
     "correct (seed rule) = check_answer_accuracy reached its exact (5.0) or strip (3.5) tier, or the "
     "extracted solution equals the gold answer as a number (thousands separators allowed); "
-    "correct (math_equal) = the answer between the solution tags, else the last \\boxed{}, equals the gold "
-    "answer under py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify); "
+    "correct (math_equal) = the answer between the solution tags, else the boxes (several joined boxes are "
+    'one set), else an answer phrase ("The final answer is $5$"), equals the gold answer under '
+    "py_rewards.math_equal (MATH-style LaTeX, read as a careful grader reads it); "
     "correct (last number) = the last number anywhere in the completion equals the gold answer as a number, "
     "no format needed (GSM8K's lenient grading; a gold answer that is not a number never matches); "
     "format compliance = match_format_exactly > 0; "

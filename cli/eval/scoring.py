@@ -38,8 +38,8 @@ class Scores:
     format_ok: list[bool]
     correct: list[bool]
     source: str = ""
-    # Issue #13: the answer (solution tags, else the last \boxed{}) equals the gold one under
-    # py_rewards.math_equal (MATH-style LaTeX judged like Math-Verify).
+    # The marked answer (solution tags, else the boxes, else an answer phrase) equals the gold one
+    # under py_rewards.math_equal (rules: reward_core/src/math/mod.rs).
     math_correct: list[bool] = field(default_factory=list)
     # The last number anywhere in the completion equals the gold answer (no format needed).
     lenient_correct: list[bool] = field(default_factory=list)
@@ -136,8 +136,9 @@ def score(
 
 
 def math_verdicts(spec: FormatSpec, completions: Sequence[str], answers: Sequence[str]) -> list[bool]:
-    """Whether each completion's answer (between the solution tags, else its last ``\\boxed{}``)
-    equals the gold answer under ``py_rewards.math_equal``; no answer is not correct."""
+    """Whether each completion's answer (between the solution tags, else its boxes, several joined
+    boxes being one set, else an answer phrase such as ``The final answer is $5$``) equals the gold
+    answer under ``py_rewards.math_equal``; no answer (an empty or unclosed box too) is not correct."""
     from py_rewards import extract_math_answer, math_equal_batch
 
     extracted = [extract_math_answer(c, spec.solution_start, spec.solution_end) for c in completions]

@@ -117,7 +117,7 @@ pub struct Scores {
     pub numeric_miss: f64,
     pub numeric_unparsable: f64,
     pub numeric_missing: f64,
-    /// `check_math_answer` (issue #13): the answer equals the gold one under [`math::math_equal`].
+    /// `check_math_answer`: the answer equals the gold one under [`math::math_equal`].
     pub math_correct: f64,
     pub math_wrong: f64,
     /// No solution tags and no `\boxed{}` answer.

@@ -111,6 +111,11 @@ const UNITS: &[&str] = &[
     "percent",
 ];
 
+/// Environments that only lay out display math (as `braced_word` reads their names).
+const DISPLAY_ENVS: &[&str] = &[
+    "align", "aligned", "equation", "eqnarray", "gather", "gathered", "multline", "split",
+];
+
 /// Commands that wrap text (their argument's letters form words).
 const TEXT_CMDS: &[&str] = &[
     "text",
@@ -168,7 +173,259 @@ const DROP_CMDS: &[&str] = &[
     "space",
 ];
 
-fn synonym(name: &str) -> Option<Tok> {
+/// Commands the parser reads, and others that are known as they are (never split by
+/// [`known_command`]'s caller: `\neg` is not `\ne g`).
+const KNOWN: &[&str] = &[
+    "Im",
+    "Leftarrow",
+    "Pr",
+    "Re",
+    "Rightarrow",
+    "angle",
+    "approx",
+    "arc",
+    "arccos",
+    "arcsin",
+    "arctan",
+    "arg",
+    "bar",
+    "begin",
+    "bigcap",
+    "bigcup",
+    "binom",
+    "bmod",
+    "boxed",
+    "bullet",
+    "cap",
+    "cdotp",
+    "cdots",
+    "choose",
+    "circ",
+    "colon",
+    "cong",
+    "cos",
+    "cosh",
+    "cot",
+    "csc",
+    "cup",
+    "dagger",
+    "ddots",
+    "deg",
+    "degree",
+    "det",
+    "dim",
+    "dots",
+    "ell",
+    "emptyset",
+    "end",
+    "equiv",
+    "exists",
+    "exp",
+    "fbox",
+    "forall",
+    "frac",
+    "gcd",
+    "ge",
+    "hat",
+    "hline",
+    "hom",
+    "iff",
+    "iint",
+    "imath",
+    "implies",
+    "in",
+    "inf",
+    "infty",
+    "int",
+    "jmath",
+    "ker",
+    "land",
+    "langle",
+    "lceil",
+    "lcm",
+    "ldots",
+    "le",
+    "leftarrow",
+    "leftrightarrow",
+    "lfloor",
+    "lg",
+    "lim",
+    "liminf",
+    "limsup",
+    "ln",
+    "lnot",
+    "log",
+    "lor",
+    "mathbb",
+    "mathcal",
+    "mathfrak",
+    "mathscr",
+    "max",
+    "measuredangle",
+    "min",
+    "mod",
+    "mp",
+    "nabla",
+    "ne",
+    "neg",
+    "nmid",
+    "not",
+    "notin",
+    "odot",
+    "oint",
+    "oplus",
+    "otimes",
+    "over",
+    "overline",
+    "overrightarrow",
+    "parallel",
+    "partial",
+    "perp",
+    "pi",
+    "pm",
+    "pmod",
+    "prime",
+    "prod",
+    "propto",
+    "rangle",
+    "rceil",
+    "rfloor",
+    "rightarrow",
+    "sec",
+    "setminus",
+    "sim",
+    "simeq",
+    "sin",
+    "sinh",
+    "sqrt",
+    "star",
+    "subset",
+    "subseteq",
+    "sum",
+    "sup",
+    "supset",
+    "tan",
+    "tanh",
+    "thickapprox",
+    "tilde",
+    "to",
+    "triangle",
+    "underline",
+    "vdots",
+    "vec",
+    "vee",
+    "wedge",
+    "widearc",
+    "widehat",
+    "wp",
+];
+
+/// A set of command names, looked up in a few integer compares: a name of up to 8 bytes is one
+/// `u64` (every command of an answer is looked up, so an answer of 25K commands stays fast).
+#[derive(Debug)]
+struct Names {
+    short: Vec<u64>,
+    long: Vec<&'static str>,
+}
+
+impl Names {
+    fn new(lists: &[&[&'static str]]) -> Names {
+        let mut short: Vec<u64> = Vec::new();
+        let mut long: Vec<&'static str> = Vec::new();
+        for name in lists.iter().flat_map(|l| l.iter()) {
+            match Self::key(name) {
+                Some(k) => short.push(k),
+                None => long.push(name),
+            }
+        }
+        short.sort_unstable();
+        long.sort_unstable();
+        Names { short, long }
+    }
+    fn key(name: &str) -> Option<u64> {
+        (name.len() <= 8).then(|| {
+            name.bytes()
+                .fold(u64::from(name.len() as u8), |k, b| (k << 8) | u64::from(b))
+        })
+    }
+    fn has(&self, name: &str) -> bool {
+        match Self::key(name) {
+            Some(k) => self.short.binary_search(&k).is_ok(),
+            None => self.long.binary_search(&name).is_ok(),
+        }
+    }
+}
+
+/// The names [`synonym`] maps (kept in step with it by a test).
+pub(crate) const SYNONYMS: &[&str] = &[
+    "dfrac",
+    "tfrac",
+    "cfrac",
+    "dbinom",
+    "tbinom",
+    "cdot",
+    "times",
+    "ast",
+    "div",
+    "le",
+    "leq",
+    "leqslant",
+    "leqq",
+    "ge",
+    "geq",
+    "geqslant",
+    "geqq",
+    "ne",
+    "neq",
+    "lt",
+    "gt",
+    "infty",
+    "infinity",
+    "inf",
+    "lbrace",
+    "rbrace",
+    "mid",
+    "vert",
+    "lvert",
+    "rvert",
+    "lparen",
+    "rparen",
+    "lbrack",
+    "rbrack",
+    "varpi",
+    "imath",
+    "cup",
+    "union",
+    "emptyset",
+    "varnothing",
+    "colon",
+];
+
+fn names(cell: &'static std::sync::OnceLock<Names>, lists: &[&[&'static str]]) -> &'static Names {
+    cell.get_or_init(|| Names::new(lists))
+}
+
+fn is_text_cmd(name: &str) -> bool {
+    static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    names(&SET, &[TEXT_CMDS]).has(name)
+}
+
+fn is_drop_cmd(name: &str) -> bool {
+    static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    names(&SET, &[DROP_CMDS]).has(name)
+}
+
+/// Whether `\name` is a command this verifier knows (so it is read whole, not split).
+fn known_command(name: &str) -> bool {
+    static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    names(
+        &SET,
+        &[KNOWN, TEXT_CMDS, DROP_CMDS, super::parse::GREEK, SYNONYMS],
+    )
+    .has(name)
+}
+
+pub(crate) fn synonym(name: &str) -> Option<Tok> {
     let t = |s: &str| Some(Tok::Cmd(s.to_owned()));
     match name {
         "dfrac" | "tfrac" | "cfrac" => t("frac"),
@@ -249,6 +506,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
     let mut bracket_depth = 0usize; // ( [ \{ nesting, for thousands separators
     let mut word = String::new();
     let mut skip_close = 0usize; // `}` to drop after `^{\circ}`
+    let mut envs = 0usize; // open `\begin{…}` environments
     let mut i = 0;
     let in_text = |b: &Vec<bool>| b.last().copied().unwrap_or(false);
 
@@ -294,8 +552,10 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                         i += 1;
                     }
                 }
-                // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets.
-                while !point && bracket_depth == 0 {
+                // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets, after a
+                // leading group of one to three digits, not in a denominator (`3/5,117/125` lists).
+                let grouped = int.len() <= 3 && out.last() != Some(&Tok::P('/'));
+                while !point && bracket_depth == 0 && grouped {
                     let Some(j) = thousands_group(&chars, i) else {
                         break;
                     };
@@ -319,6 +579,14 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 i += 1;
                 let Some(&d) = chars.get(i) else { break };
                 if !d.is_ascii_alphabetic() {
+                    if d.is_ascii_digit() {
+                        // a stray `\` before a digit: the digit stays; in a matrix, a row ends
+                        // (`\begin{pmatrix}1&0\0&1\end{pmatrix}` lost a backslash)
+                        if envs > 0 {
+                            out.push(Tok::RowSep);
+                        }
+                        continue;
+                    }
                     i += 1;
                     match d {
                         '{' => {
@@ -341,9 +609,26 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 while i < n && chars[i].is_ascii_alphabetic() {
                     i += 1;
                 }
-                let name: String = chars[start..i].iter().collect();
+                let mut name: String = chars[start..i].iter().collect();
+                if !known_command(&name) {
+                    // `\pia^2`, `\sinx`, `\leqg(x)`: a known command glued to the letters after it
+                    if let Some(k) = (2..name.len()).rev().find(|&k| known_command(&name[..k])) {
+                        name.truncate(k);
+                        i = start + k;
+                    }
+                }
                 if name == "begin" || name == "end" {
                     let env = braced_word(&chars, &mut i);
+                    // display environments (`align*`, `equation`) only delimit: their lines and
+                    // `&` marks are read by the caller (`math::last_line`)
+                    if DISPLAY_ENVS.contains(&env.as_str()) {
+                        continue;
+                    }
+                    envs = if name == "begin" {
+                        envs + 1
+                    } else {
+                        envs.saturating_sub(1)
+                    };
                     out.push(if name == "begin" {
                         Tok::Begin(env)
                     } else {
@@ -351,7 +636,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                     });
                     continue;
                 }
-                if TEXT_CMDS.contains(&name.as_str()) {
+                if is_text_cmd(&name) {
                     let mut j = i;
                     while j < n && chars[j].is_whitespace() {
                         j += 1;
@@ -362,7 +647,7 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                     }
                     continue;
                 }
-                if DROP_CMDS.contains(&name.as_str()) {
+                if is_drop_cmd(&name) {
                     continue;
                 }
                 if name == "circ" || name == "degree" {
@@ -384,6 +669,11 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 }
                 out.push(synonym(&name).unwrap_or(Tok::Cmd(name)));
             }
+            '{' if !in_text(&braces) && comma_group(&chars, i).is_some() => {
+                // `6,8{,}10`: `{,}` not between thousands is a comma
+                i = comma_group(&chars, i).unwrap_or(i + 1);
+                push_comma(&mut out);
+            }
             '{' => {
                 if in_text(&braces) {
                     braces.push(true);
@@ -401,6 +691,11 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 }
                 match braces.pop() {
                     Some(true) => {}
+                    // `{ or }` is `{,}`: a comma, as it reads back
+                    _ if out.ends_with(&[Tok::P('{'), Tok::P(',')]) => {
+                        out.truncate(out.len() - 2);
+                        push_comma(&mut out);
+                    }
                     _ => out.push(Tok::P('}')),
                 }
             }
@@ -437,6 +732,56 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 out.push(Tok::Cmd("ge".into()));
                 i += 1;
             }
+            '≠' | '≈' | '∈' | '∪' | '±' | '∓' => {
+                let name = match c {
+                    '≠' => "ne",
+                    '≈' => "approx",
+                    '∈' => "in",
+                    '∪' => "cup",
+                    '±' => "pm",
+                    _ => "mp",
+                };
+                out.push(Tok::Cmd(name.into()));
+                i += 1;
+            }
+            '÷' => {
+                out.push(Tok::P('/'));
+                i += 1;
+            }
+            // ASCII relations: `<=`, `>=`, `!=` (not after a number: `5!=120` is a factorial)
+            '<' | '>' | '!'
+                if chars.get(i + 1) == Some(&'=')
+                    && !(c == '!' && matches!(out.last(), Some(Tok::Num { .. } | Tok::P(')')))) =>
+            {
+                let name = match c {
+                    '<' => "le",
+                    '>' => "ge",
+                    _ => "ne",
+                };
+                out.push(Tok::Cmd(name.into()));
+                i += 2;
+            }
+            ',' => {
+                push_comma(&mut out);
+                i += 1;
+            }
+            '&' if envs == 0 => i += 1, // an alignment mark outside a matrix
+            _ if c.is_ascii_alphabetic() && bare_join_word(&chars, i).is_some() => {
+                // `19, 46, and 82`, `(11,7)or(7,11)`: a bare `and` / `or` separates items
+                i += bare_join_word(&chars, i).unwrap_or(1);
+                push_comma(&mut out);
+            }
+            _ if c.is_ascii_alphabetic() && bare_command(&chars, i).is_some() => {
+                // `sqrt(2)`, `2pi`, `sin x`: a function name written without its backslash
+                let (name, len) = bare_command(&chars, i).unwrap_or(("pi", 1));
+                out.push(Tok::Cmd(name.into()));
+                i += len;
+            }
+            _ if !c.is_ascii() && greek_name(c).is_some() => {
+                // `β` is `\beta` (the constant `π` is read above)
+                out.push(Tok::Cmd(greek_name(c).unwrap_or("alpha").into()));
+                i += 1;
+            }
             _ if c.is_alphabetic() => {
                 for l in c.to_lowercase() {
                     // `Π` lower-cases to `π`, which is the constant (as a bare `π` is)
@@ -463,6 +808,107 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
     drop_units(out)
 }
 
+/// A function or constant written as a bare word at `i` (`sqrt`, `pi`, `sin`, `inf`): the command
+/// it names and the word's length. Only a word of its own (no letter around it).
+fn bare_command(chars: &[char], i: usize) -> Option<(&'static str, usize)> {
+    const NAMES: [(&str, &str); 19] = [
+        ("arcsin", "arcsin"),
+        ("arccos", "arccos"),
+        ("arctan", "arctan"),
+        ("infinity", "infty"),
+        ("infty", "infty"),
+        ("sqrt", "sqrt"),
+        ("frac", "frac"),
+        ("inf", "infty"),
+        ("sin", "sin"),
+        ("cos", "cos"),
+        ("tan", "tan"),
+        ("cot", "cot"),
+        ("sec", "sec"),
+        ("csc", "csc"),
+        ("log", "log"),
+        ("exp", "exp"),
+        ("ln", "ln"),
+        ("pi", "pi"),
+        ("sum", "sum"),
+    ];
+    let letter = |k: usize| chars.get(k).is_some_and(|c| c.is_alphabetic());
+    if i > 0 && letter(i - 1) {
+        return None;
+    }
+    let mut end = i;
+    while letter(end) {
+        end += 1;
+    }
+    let word: String = chars[i..end].iter().collect();
+    NAMES
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, cmd)| (*cmd, end - i))
+}
+
+/// The command of a Greek letter (`β` → `beta`, `Δ` → `Delta`), but not `π` (the constant).
+fn greek_name(c: char) -> Option<&'static str> {
+    const LOWER: &str = "αβγδεζηθικλμνξοπρστυφχψω";
+    const NAMES: [&str; 24] = [
+        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+        "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi",
+        "chi", "psi", "omega",
+    ];
+    let lower = c.to_lowercase().next()?;
+    let k = LOWER.chars().position(|g| g == lower)?;
+    if lower == 'π' || lower == 'ο' {
+        return None;
+    }
+    if c == lower {
+        return Some(NAMES[k]);
+    }
+    // capitals with a command of their own (`\Delta`); others are the small letter
+    Some(match lower {
+        'γ' => "Gamma",
+        'δ' => "Delta",
+        'θ' => "Theta",
+        'λ' => "Lambda",
+        'ξ' => "Xi",
+        'σ' => "Sigma",
+        'φ' => "Phi",
+        'ψ' => "Psi",
+        'ω' => "Omega",
+        _ => NAMES[k],
+    })
+}
+
+/// A comma, unless the tokens end with one or have none (`1, and 2` is `1, 2`).
+fn push_comma(out: &mut Vec<Tok>) {
+    // (a unit mark is dropped later: what counts is the token before it)
+    if !matches!(
+        out.iter().rfind(|t| **t != Tok::Unit),
+        None | Some(Tok::P(','))
+    ) {
+        out.push(Tok::P(','));
+    }
+}
+
+/// The length of a bare `and` / `or` (any case) at `i`, a word of its own (no letter around it).
+fn bare_join_word(chars: &[char], i: usize) -> Option<usize> {
+    let letter = |k: usize| chars.get(k).is_some_and(|c| c.is_alphabetic());
+    if i > 0 && letter(i - 1) {
+        return None;
+    }
+    for w in ["and", "or"] {
+        let n = w.len();
+        let hit = chars.get(i..i + n).is_some_and(|cs| {
+            cs.iter()
+                .zip(w.chars())
+                .all(|(a, b)| a.to_ascii_lowercase() == b)
+        });
+        if hit && !letter(i + n) {
+            return Some(n);
+        }
+    }
+    None
+}
+
 /// A finished text word: units become a `Unit` mark (dropped with their `^2` by [`drop_units`]),
 /// `and`/`or` become commas.
 fn push_word(out: &mut Vec<Tok>, w: String) {
@@ -471,8 +917,11 @@ fn push_word(out: &mut Vec<Tok>, w: String) {
         return;
     }
     match w.as_str() {
-        "and" | "or" => out.push(Tok::P(',')),
-        _ if w.chars().count() == 1 => out.extend(w.chars().map(Tok::Letter)),
+        "and" | "or" => push_comma(out),
+        _ if w.chars().count() == 1 => out.extend(w.chars().map(|c| match greek_name(c) {
+            Some(g) if !c.is_ascii() => Tok::Cmd(g.into()),
+            _ => Tok::Letter(c),
+        })),
         _ => out.push(Tok::Word(w)),
     }
 }
@@ -506,7 +955,39 @@ fn drop_units(mut toks: Vec<Tok>) -> Vec<Tok> {
     }
     // after the marked units, so `12 cm\\mbox{ cm}` loses both
     trailing_bare_unit(&mut toks);
+    trailing_text_words(&mut toks);
+    // a comma left first (`Answer: , 5`) separates nothing
+    let lead = toks.iter().take_while(|t| **t == Tok::P(',')).count();
+    toks.drain(..lead);
+    // `&` outside a matrix (its `\begin` may have gone with an answer prefix) aligns nothing
+    if toks.contains(&Tok::P('&')) {
+        let mut depth = 0usize;
+        toks.retain(|t| {
+            match t {
+                Tok::Begin(_) => depth += 1,
+                Tok::End(_) => depth = depth.saturating_sub(1),
+                Tok::P('&') => return depth > 0,
+                _ => {}
+            }
+            true
+        });
+    }
     toks
+}
+
+/// `7 \text{ apples}`, `(3, 4) \text{ units}`: words of a `\text{}` at the end, after a value,
+/// name what was counted (any word, as the unit rules of Math-Verify and Qwen's grader read it).
+fn trailing_text_words(toks: &mut Vec<Tok>) {
+    let mut start = toks.len();
+    while start > 0 && matches!(toks[start - 1], Tok::Word(_)) {
+        start -= 1;
+    }
+    if start < toks.len()
+        && start > 0
+        && matches!(toks[start - 1], Tok::Num { .. } | Tok::P(')' | ']' | '}'))
+    {
+        toks.truncate(start);
+    }
 }
 
 /// `The answer is 5`, `Answer: 5`, `\\text{The final answer is } 5`: everything up to the last
@@ -558,17 +1039,27 @@ fn trailing_bare_unit(toks: &mut Vec<Tok>) {
     {
         end -= 4;
     }
-    let mut start = end;
+    // `440{cm}^2`: the unit may be in braces
+    let braced = end >= 1 && toks[end - 1] == Tok::P('}');
+    let letters_end = if braced { end - 1 } else { end };
+    let mut start = letters_end;
     while start > 0 && matches!(toks[start - 1], Tok::Letter(_)) {
         start -= 1;
     }
-    if end - start < 2 || start == 0 {
+    if letters_end - start < 2 || start == 0 {
         return;
+    }
+    let letters = start;
+    if braced {
+        if toks[start - 1] != Tok::P('{') || start < 2 {
+            return;
+        }
+        start -= 1;
     }
     if !matches!(toks[start - 1], Tok::Num { .. } | Tok::P('}' | ')')) {
         return;
     }
-    let word: String = toks[start..end]
+    let word: String = toks[letters..letters_end]
         .iter()
         .filter_map(|t| {
             if let Tok::Letter(c) = t {
@@ -583,14 +1074,25 @@ fn trailing_bare_unit(toks: &mut Vec<Tok>) {
     }
 }
 
+/// `{,}` or `{ , }` at `i`: the index after it.
+fn comma_group(chars: &[char], i: usize) -> Option<usize> {
+    let mut j = i;
+    let eat = |c: char, j: &mut usize| {
+        while chars.get(*j) == Some(&' ') {
+            *j += 1;
+        }
+        let hit = chars.get(*j) == Some(&c);
+        *j += 1;
+        hit
+    };
+    (eat('{', &mut j) && eat(',', &mut j) && eat('}', &mut j)).then_some(j)
+}
+
 /// `, ddd` right after an integer at `i` (no space unless `\!`), returning the index of the digits.
 fn thousands_group(chars: &[char], i: usize) -> Option<usize> {
     let mut j = i;
-    if chars.get(j) == Some(&'{')
-        && chars.get(j + 1) == Some(&',')
-        && chars.get(j + 2) == Some(&'}')
-    {
-        j += 3;
+    if let Some(k) = comma_group(chars, j).filter(|_| chars.get(j) == Some(&'{')) {
+        j = k;
     } else if chars.get(j) == Some(&',') {
         j += 1;
     } else {
@@ -656,7 +1158,14 @@ pub fn render(toks: &[Tok]) -> String {
                 let _ = write!(s, "\\{c} ");
             }
             Tok::P(',') => s.push_str(", "),
-            Tok::P(c) => s.push(*c),
+            Tok::P(c) => {
+                // `<` `=` is two tokens: written together it would read back as `\le`; `####`
+                // would read back as an answer phrase
+                if (*c == '=' && s.ends_with(['<', '>', '!'])) || (*c == '#' && s.ends_with('#')) {
+                    s.push(' ');
+                }
+                s.push(*c);
+            }
             Tok::SetOpen => s.push_str("\\{"),
             Tok::SetClose => s.push_str("\\}"),
             // the space keeps `\\` + letters from reading back as a command (`\\boxed`)
@@ -672,5 +1181,42 @@ pub fn render(toks: &[Tok]) -> String {
         }
         prev_num = is_num;
     }
-    s
+    keep_letters_apart(s)
+}
+
+/// Letters that would read back as a bare `and` / `or` or a bare command (`a n d`, `p i` are
+/// products) get a space inside.
+fn keep_letters_apart(s: String) -> String {
+    if !s.bytes().any(|c| c.is_ascii_lowercase()) {
+        return s;
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        out.push(c);
+        i += 1;
+        if c == '\\' {
+            let name_start = i;
+            while i < chars.len() && chars[i].is_ascii_alphabetic() {
+                out.push(chars[i]);
+                i += 1;
+            }
+            // a word renders as `\text{word}`: its letters are no bare words
+            if chars[name_start..i].iter().copied().eq("text".chars()) {
+                while i < chars.len() && chars[i] != '}' {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            }
+        } else if c.is_ascii_alphabetic()
+            && (bare_join_word(&chars, i - 1).is_some()
+                || bare_command(&chars, i - 1).is_some()
+                || chars[i - 1..].starts_with(&['a', 'n', 's', 'w', 'e', 'r']))
+        {
+            out.push(' '); // (`answer` would read back as an answer phrase)
+        }
+    }
+    out
 }

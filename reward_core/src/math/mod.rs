@@ -1,27 +1,58 @@
-//! A math-answer verifier: MATH-style answers judged like Math-Verify, in linear time, never hanging.
+//! A math-answer verifier: MATH-style answers judged like a careful human grader, in linear time,
+//! never hanging.
 //!
 //! [`math_equal`]`(pred, gold)` says whether a predicted answer equals the gold one. It never panics
 //! and never raises: input it cannot read is judged by its normalised text alone, and is otherwise
-//! not equal. There is no timeout because nothing here can run long: one tokenizing pass, one
-//! parsing pass with a nesting limit ([`parse::MAX_DEPTH`]), bounded exact arithmetic.
+//! not equal. There is no timeout because nothing here can run long: a few linear scans to find the
+//! answer, one tokenizing pass, one parsing pass with a nesting limit ([`parse::MAX_DEPTH`]),
+//! bounded exact arithmetic, and one bounded budget for sums and matrix products.
+//!
+//! Both arguments are read the same way, and every rule is symmetric: `math_equal(a, b) ==
+//! math_equal(b, a)`, so a gold answer may be a full solution too (its boxes are its answer).
+//!
+//! # Where the answer is ([`extract`])
+//! - **Boxes** first, and only boxes when a text has one: the last `\boxed{…}` / `\fbox{…}`, with the
+//!   boxes before it that only connectors separate from it — spacing, `$`, `\quad`, punctuation,
+//!   `and` / `or` (bare or in `\text{}`), a short label (`$x = \boxed{1}$ or $x = \boxed{2}$`). Joined
+//!   boxes are one answer, a set: `\boxed{1} and \boxed{2}` = `1, 2`; `$\boxed{1}\boxed{2}$` =
+//!   `\{1, 2\}`. An empty or unclosed last box is no answer, whatever the prose says.
+//! - Else the last **answer phrase**: the word `answer` before `:`, `=`, `is`, `would be`, or math
+//!   (`The final answer is $5$`, `Answer: 12 apples`, `Answer \[ 9 \]`, `**Answer:**`), or `####`.
+//!   Its answer is the math right after it (with the segments connectors join to it), else the first
+//!   number of its sentence, else the sentence. `to check our answer, we …` is no phrase.
+//! - Else, in prose, the **last** math segment or number run, whichever comes last. Segments are
+//!   `$…$`, `$$…$$`, `\(…\)`, `\[…\]`, `\begin{align*}…` (inline ones within one line); a segment
+//!   that only names a variable (`The largest $n$ is 34.`) is a mention, not an answer. A `$`
+//!   before a digit is money unless it closes like math (`$10,200 + $255 = $10,455`). Display math
+//!   states its last line (`… \\ &= 6 - 5i`). Number runs skip `\text{}` asides. Segments of prose
+//!   joined by connectors are one set only when they read alike (the same label, or the same
+//!   shape): `$x = 1$ or $x = 2$` is a set, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer.
+//!   A text with no box, phrase, segment or prose (two plain words in a row) is its own answer.
+//! - Up to three plain words after a final number go (`12 apples` = `12`), and a `\text{…}` after
+//!   a value (`7 \text{ marbles}` = `7`).
+//!
+//! [`extract_answer`] (the reward's and `grpo eval`'s reader) marks answers the same way but asks
+//! for a mark: the solution tags, else the boxes, else an answer phrase; prose alone is missing.
 //!
 //! # What is normalised (the tokenizer, [`normalize`] shows its output)
-//! - `\boxed{…}` / `\fbox{…}`: the last one is the answer; else the last `$…$` / `$$…$$` segment of
-//!   a text that has one; `$`, `\(`, `\)`, `\[`, `\]` are dropped. Prose around the answer goes:
-//!   everything up to the last "answer is" / "answer:" (`The final answer is 5.` = `5`), and up
-//!   to three plain words after a final number (`12 apples` = `12`).
 //! - Dropped: `\left`, `\right`, `\big…`, `\displaystyle`, spacing (`\,` `\!` `\;` `\:` `\ ` `~`
-//!   `\quad`), `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and unit
-//!   words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
-//!   letters at the end after a number (`5.4 cents` = `5.4`).
+//!   `\quad`), `$`, `\$`, degree marks (`^\circ`, `^{\circ}`, `\degree`, `°`: `90^\circ` = `90`), and
+//!   unit words with their power: inside `\text{}`/`\mbox{}` (`15\mbox{ cm}^2` = `15`), or in plain
+//!   letters at the end after a number (`5.4 cents` = `5.4`, `440{cm}^2` = `440`); `&` outside a
+//!   matrix; display environments (`align*`) around their lines.
 //! - `\text{}`, `\textbf{}`, `\mathrm{}`, `\mbox{}`, `\operatorname{}` are transparent; the letters
-//!   inside form words (`\text{Evelyn}`); `\text{ or }`/`\text{ and }` separate list items.
+//!   inside form words (`\text{Evelyn}`); `and`/`or`, bare or in `\text{}`, separate list items
+//!   (`19, 46, and 82` = `19, 46, 82`; `(11,7)or(7,11)`), and `{,}` between non-thousands is a comma.
 //! - Letters are case-folded (`3R^2` = `3r^2`, `\text{(B)}` = `b`): Math-Verify does the same.
-//! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div` → `/`; `\leq`,
-//!   `\geq`, `\neq`, `≤`… → one form; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands.
-//! - Thousands separators outside brackets: `10,080`, `10,\!080`, `10{,}080` = `10080` (inside
-//!   brackets `(1,234)` stays a pair). A numeric base subscript is dropped when only one side has
-//!   one (`2516_8` = `2516`, as Math-Verify); two different bases are not equal (`52_8` ≠ `52_10`).
+//! - Synonyms: `\dfrac`/`\tfrac`/`\cfrac` → `\frac`; `\cdot`, `\times` → `*`; `\div`, `÷` → `/`;
+//!   `\leq`, `≤`, ASCII `<=` → `\le` (and `\ge`, `\ne` alike; `5!=120` is a factorial); `≈`, `∈`,
+//!   `∪`, `±` → their commands; `\lbrace` → `\{`; `π`, `√`, `∞`, `−` → their commands; Greek letters
+//!   (`β` = `\beta`); a function or constant name written bare (`sqrt(2)`, `2pi`, `sin x`, `inf`);
+//!   a known command glued to the letters after it (`\pia^2` = `\pi a^2`, `\sinx` = `\sin x`).
+//! - Thousands separators outside brackets, after a group of one to three digits, not in a
+//!   denominator: `10,080`, `10,\!080`, `10{,}080` = `10080` (`(1,234)` stays a pair, `3/5,117/125`
+//!   a list). A numeric base subscript is dropped when only one side has one (`2516_8` = `2516`, as
+//!   Math-Verify); two different bases are not equal (`52_8` ≠ `52_10`; the last subscript counts).
 //!
 //! # What is compared
 //! - Numbers and closed forms are evaluated **exactly** where possible: rationals (`\frac 34`,
@@ -30,7 +61,9 @@
 //!   `1+\sqrt2`, `-4-2\cdot i` = `-4-2i`). Two exact values are equal only when identical
 //!   (`\frac{1}{2^{98}}` ≠ `\frac{1}{2^{99}}`).
 //! - Otherwise (π, e, trig, logs, other roots, exact overflow) in complex floating point: equal
-//!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute.
+//!   when within a relative tolerance of 1e-9 ([`num::REL_TOL`]) plus 1e-12 absolute. A power or
+//!   factorial of exact numbers that leaves `f64` (`2^{4950}`, `2004!`) is a value of its own, equal
+//!   to itself only (not to every other overflow).
 //! - A written decimal against any other value: equal when the value rounded to the decimal's own
 //!   number of places (at least 6; trailing zeros add none) is that decimal (`0.333333` = `\frac13`,
 //!   `4.6666670` = `\frac{14}{3}`, `0.33` ≠ `\frac13`, `3.141593` = `\pi`), like Math-Verify's 6-place
@@ -41,29 +74,78 @@
 //!   fixed irrational-looking value per point), so any algebraic rewrite is equal
 //!   (`(a+5)(b+2)` = `ab+2a+5b+10`, `\cot x` = `\frac{\cos x}{\sin x}`), different functions not.
 //! - `±`/`∓` expand to both values, which then form a set (`3 \pm 2\sqrt2` = `3+2\sqrt2, 3-2\sqrt2`).
+//! - Ratios: `a : b` is `a/b` (`7:32` = `\frac{7}{32}`); `a : b : c` compares scaled to its first part.
+//! - Matrices (`pmatrix`, `bmatrix`, `array`) compare shape and cells; sums, differences, scalar
+//!   multiples, products and powers up to 8 of matrices are evaluated first.
+//! - `\sum_{k=a}^{b}` / `\prod` of the product after them: term by term for integer limits (up to
+//!   1000 terms, and 4,096 tokens read again in one answer: `\sum_{k=1}^{100} k^2` = `338350`);
+//!   otherwise the sum is a value named by its limits and its body, read with `k` as a variable of
+//!   its own (`\sum_{i=1}^n 3i` = `\sum_{k=1}^{n} k \cdot 3`; not its closed form).
 //! - Collections (order rules as Math-Verify's): `\{…\}` sets and bare lists `a, b, c` are
-//!   unordered (`3, 5, 7` = `\{7,5,3\}`); tuples `(a, b)` are ordered and match a list in the order
-//!   written; intervals `[a, b)` compare endpoints and which ends are closed (`(a, b)` is a tuple
-//!   and an open interval at once; an infinite end is open however it is written); unions
-//!   `A \cup B` are unordered; matrices (`pmatrix`, `bmatrix`,
-//!   `array`) compare shape and cells. A one-element collection equals its element.
-//! - Relations: an assignment `x = 3` (a lone variable such as `x`, `x_1`, `\theta` or `f(x)` on
-//!   the left, or `x \in S`) equals its right-hand side `3` (either side may be the assignment; the
-//!   rule is symmetric). An inequality on one variable equals the interval of its solutions
-//!   (`x \le 3` = `(-\infty, 3]`, `1 < x \le 2` = `(1, 2]`). Two equations
-//!   are equal when `lhs − rhs` of one is a non-zero constant multiple of the other's
-//!   (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`), inequalities with a positive multiple (`x > 1` = `1 < x`).
+//!   unordered and ignore repeats (`3, 5, 7` = `\{7,5,3\}`, `\{2,1,1\}` = `\{1,2\}`); tuples
+//!   `(a, b)` are ordered and match a list in the order written; intervals `[a, b)` compare
+//!   endpoints and which ends are closed (`(a, b)` is a tuple and an open interval at once; an
+//!   infinite end is open however it is written); unions `A \cup B` are unordered, a union of finite
+//!   sets is one set, intervals listed are their union. A one-element collection equals its element.
 //! - Text: answers equal as normalised text are equal (`\text{Evelyn}` = `Evelyn`, `\text{(B)}` = `B`).
+//!
+//! # Relations and labels ([`reading`])
+//! Every relation is read, when it can be, as a **value with an optional label**, and compared by
+//! that value; one normal form is what keeps equality transitive (`-2 \le x \le 7`, `x \in [-2,7]`
+//! and `[-2,7]` are all `[-2, 7]`).
+//! - A label is a lone variable (`x`, `x_1`, `\theta`, `f(x)`) or more: names of points, segments
+//!   and quantities joined by `+ - * / :`, raised to a number, wrapped in `| |`, `[ ]`,
+//!   `\overline{}`, `\angle` (`AB`, `|AB|`, `m+n`, `CE^2`, `S:T`, `[ABC]`, `f(2)`), a tuple of
+//!   them (`(p, q)`), a `\text{}` word. No number outside a subscript, an exponent or an argument:
+//!   `2x + 1 = 5` has no label.
+//! - `label = value` is its value (`(p,q) = (3,2)` = `(3,2)`, `AB = 4` = `4`); a label of more than
+//!   one variable names only a constant. `x \in S` is `S`; an inequality on one lone variable is
+//!   its interval of solutions (`x \le 3` = `(-\infty, 3]`, `x >= 2` = `[2, \infty)`), `x \ne 3` the
+//!   line without 3. Two labelled values are equal when labels and values are; a labelled tuple
+//!   matches another whatever the order of its labels (`y = 2, x = 1` = `(x, y) = (1, 2)`).
+//! - A chain of `=` / `\approx` that ends in a constant states that final value, and also each
+//!   earlier side that agrees with it (`\frac{6}{2} = 3` = `3`; `2\sqrt3 \approx 3.46` = `2\sqrt3`
+//!   and = `3.46`; `15 + 75 = 120` = `120`); its first side labels it when it is an expression
+//!   (`f(3) = f(-3) + 6 = 8`, `2y_1 + 2y_2 = 40`). An equation in standard form (`5x-7y+11z+4=0`,
+//!   `x + y + z = 0`) is an equation, not `0`. A chain of equal expressions states its last side.
+//!   When a whole answer does not parse, the part after its last top-level `=` is read.
+//! - A list of labelled values with distinct labels is one labelled tuple (`AB = 4, CD = 5` =
+//!   `4, 5`); a label seen again starts the next one, and tuples or values under one label form a
+//!   labelled set (`p=5,q=2;p=7,q=2` = `(5,2),(7,2)`; `x = 1 \text{ or } x = 2` = `1, 2`). Listed
+//!   labelled values against a set compare as a set (`x_1 = 2, x_2 = 5` = `5, 2`).
+//! - Relations that have no such reading (`2x + 3y = 6`, `x^2 + y^2 = 25`) are equal when `lhs −
+//!   rhs` of one is a non-zero constant multiple of the other's (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`),
+//!   inequalities with a positive multiple (`x > 1` = `1 < x`).
+//!
+//! # What is not accepted, and why
+//! - Several answers against one: `\boxed{3}, \boxed{4}` ≠ `4` and `\boxed{3 \text{ or } 4}` ≠ `4`
+//!   (listing candidates must not pay), including boxes a solution offers as alternatives ("either
+//!   point is correct"): a set is a set.
+//! - An answer outside the answer: the gold in a `\text{}` aside, in prose next to another boxed
+//!   answer, after an empty box, or as digits of a longer number (`\boxed{51}` ≠ `5`).
+//! - Closed forms of symbolic sums (`\sum_{k=1}^n k` ≠ `\frac{n(n+1)}{2}`), and the values of sums
+//!   too long to add up within the budget (`\sum_{n=1}^{1000} \frac{1}{n^2+n}` ≠ `\frac{1000}{1001}`:
+//!   13,000 tokens to read again), labels permuted against an unlabelled tuple (`(q,p) = (2,3)` ≠
+//!   `(3,2)`: nothing says the gold is `(p, q)`), `and` of inequalities as an intersection
+//!   (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
+//! - Two collections that take more than [`cmp::MAX_COMPARISONS`] comparisons to match without
+//!   order: a set of 40 against itself reversed is equal (~2.4K), one of 500 is not (~190K;
+//!   MATH's longest lists have about ten elements). The same text is still equal.
 //!
 //! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
 //! symmetric.
 //!
 //! # Limits (what keeps every judgement linear)
-//! Answers are read up to 1 MiB ([`lex::MAX_LEN`]); groups nest at most [`parse::MAX_DEPTH`] deep; a
-//! `±` expression expands to at most 8 values; collections hold at most [`parse::MAX_ITEMS`]
-//! elements; exact values have at most 16 terms of `i128` rationals and integer powers up to 256
-//! (beyond, the floating-point samples decide). Past a limit the answer is not parsed and only its
-//! normalised text can make it equal.
+//! Texts are read up to 1 MiB ([`lex::MAX_LEN`]) to find their answer, and an answer of more than
+//! [`MAX_ANSWER`] bytes (4 KiB; the longest of ~99K answers and solutions in MATH, DAPO and GSM8K
+//! is 621, of 3,782 model completions 663) is not read as math: it equals only the same text. In an
+//! answer, groups nest at most [`parse::MAX_DEPTH`] deep; a `±` expression expands to at most 8
+//! values; collections hold at most [`parse::MAX_ITEMS`] elements (lists of at most 64 are grouped
+//! by label); at most 64 boxes or segments join; exact values have at most 16 terms of `i128`
+//! rationals and integer powers up to 256 (beyond, the floating-point samples decide); sums term by
+//! term and matrix products share one budget of 4,096 steps per answer, and comparing two answers
+//! one of 4,096 comparisons of their parts. Past a limit the answer is not parsed (or the
+//! comparison is not equal) and only its normalised text can make it equal.
 
 // Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
 // operator traits: these ops are partial). Casts are between sample floats and small integers.
@@ -80,54 +162,116 @@
     clippy::single_match_else
 )]
 
+pub mod cmp;
+pub mod extract;
 pub mod lex;
+pub mod matrix;
 pub mod num;
 pub mod parse;
+pub mod reading;
 
+use cmp::item_eq;
 use lex::Tok;
-use num::{proportional, val_eq, Val};
-use parse::{Item, Parser, Rel, MAX_ITEMS};
+use parse::{Item, Parser};
 
-/// The answer text of `s`: the last `\boxed{…}` if there is one, else `s`.
-fn answer_part(s: &str) -> &str {
-    let s = if s.contains("\\boxed") || s.contains("\\fbox") {
-        lex::last_boxed(s).unwrap_or(s)
-    } else {
-        s
-    };
-    trailing_words(last_math_segment(s))
+/// The tokens of the answer of `s` (see [`extract`]): several pieces are joined by commas into
+/// one list — always for boxes; for math segments of prose only when they read alike (`$x = 1$
+/// or $x = 2$`, not `$\sqrt{c^2 - b^2}$, or $\sqrt{51}$`, which restates one answer).
+fn answer_tokens(s: &str) -> Vec<Tok> {
+    tokens_of(&extract::answer(s))
 }
 
-/// The last `$…$` / `$$…$$` segment of a text that has one (`The answer is $\frac12$.`).
-fn last_math_segment(s: &str) -> &str {
-    if !s.contains('$') {
-        return s;
+/// The tokens of an extracted answer (see [`answer_tokens`]).
+fn tokens_of(ans: &extract::Answer) -> Vec<Tok> {
+    let piece_tokens = |p: &extract::Piece| {
+        let t = lex::tokenize(trailing_words(p.text));
+        if p.display {
+            last_line(t)
+        } else {
+            t
+        }
+    };
+    if let [one] = ans.pieces.as_slice() {
+        return piece_tokens(one); // the common case: no list to join
     }
-    // (start, end) byte ranges of the unescaped delimiters; `$$` is one delimiter.
-    let b = s.as_bytes();
-    let mut delims: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2, // `\$` is a dollar sign, not a delimiter
-            b'$' => {
-                let n = if b.get(i + 1) == Some(&b'$') { 2 } else { 1 };
-                delims.push((i, i + n));
-                i += n;
-            }
-            _ => i += 1,
+    let toks: Vec<Vec<Tok>> = ans
+        .pieces
+        .iter()
+        .map(piece_tokens)
+        .filter(|t| !t.is_empty())
+        .collect();
+    if toks.len() > 1 && !ans.boxed {
+        let items: Vec<Option<Item>> = toks.iter().map(|t| parse_tokens(t)).collect();
+        let alike = |a: &Option<Item>, b: &Option<Item>| match (a, b) {
+            (
+                Some(Item::Labelled { label: Some(x), .. }),
+                Some(Item::Labelled { label: Some(y), .. }),
+            ) => item_eq(x, y),
+            (Some(x), Some(y)) => shape(x) == shape(y),
+            _ => false,
+        };
+        if !items.iter().all(|i| alike(i, &items[0])) {
+            return toks.into_iter().last().unwrap_or_default();
         }
     }
-    if delims.len() < 2 {
-        return s;
+    let mut out = Vec::new();
+    for t in toks {
+        if !matches!(out.last(), None | Some(Tok::P(','))) {
+            out.push(Tok::P(','));
+        }
+        out.extend(t);
     }
-    let (open, close) = if delims.len() % 2 == 0 {
-        (delims[delims.len() - 2], delims[delims.len() - 1])
-    } else {
-        // an odd count: the last complete pair before the stray one
-        (delims[delims.len() - 3], delims[delims.len() - 2])
-    };
-    s.get(open.1..close.0).unwrap_or(s)
+    out
+}
+
+/// What kind of answer an item is, for joining prose segments: a constant, an expression, a
+/// labelled value, a relation, a collection.
+fn shape(item: &Item) -> u8 {
+    match item {
+        Item::Val(v) if v.iter().all(|x| !x.vars) => 0,
+        Item::Val(_) => 1,
+        Item::Labelled { label: Some(_), .. } => 2,
+        Item::Labelled { .. } | Item::Alt(_) => 0,
+        Item::Relation(..) => 3,
+        Item::Tuple(_) | Item::Interval { .. } => 4,
+        Item::Set(_) | Item::Union(_) => 5,
+        Item::Text(_) => 6,
+        Item::Matrix(_) | Item::Ratio(_) => 7,
+    }
+}
+
+/// Display math states its last line (`\begin{align*} … \\ &= 6 - 5i \end{align*}`): the tokens
+/// after the last row break outside a matrix, without alignment marks and a leading `=`.
+fn last_line(toks: Vec<Tok>) -> Vec<Tok> {
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::Begin(_) => depth += 1,
+            Tok::End(_) => depth = depth.saturating_sub(1),
+            Tok::RowSep if depth == 0 && toks[i + 1..].iter().any(|t| *t != Tok::RowSep) => {
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let mut depth = 0usize;
+    let mut line: Vec<Tok> = Vec::with_capacity(toks.len() - start);
+    for t in toks.into_iter().skip(start) {
+        match t {
+            Tok::Begin(_) => depth += 1,
+            Tok::End(_) => depth = depth.saturating_sub(1),
+            Tok::P('&') | Tok::RowSep if depth == 0 => continue,
+            _ => {}
+        }
+        line.push(t);
+    }
+    let lead = line
+        .iter()
+        .take_while(|t| matches!(t, Tok::P('=' | ',')))
+        .count();
+    line.drain(..lead);
+    line
 }
 
 /// `12 apples`, `5.4 red cents.`: up to three plain words after a number (or a closing bracket)
@@ -154,23 +298,58 @@ fn trailing_words(s: &str) -> &str {
 
 /// The normalised text of an answer (tokenized and rendered back; idempotent).
 pub fn normalize(s: &str) -> String {
-    lex::render(&lex::tokenize(answer_part(s)))
+    lex::render(&answer_tokens(s))
 }
 
 /// A parsed answer, or None when it cannot be read as math.
 pub fn parse_answer(s: &str) -> Option<Item> {
-    let toks = lex::tokenize(answer_part(s));
-    parse_tokens(&toks)
+    parse_tokens(&answer_tokens(s))
 }
 
+/// The parsed answer; when the whole does not parse, the part after its last top-level `=`
+/// (`(1-2) + \dots + (99-100) = 50(-1) = -50` states `-50`).
 fn parse_tokens(toks: &[Tok]) -> Option<Item> {
-    Parser::new(toks).answer().ok()
+    if let Ok(item) = Parser::new(toks).answer() {
+        return Some(item);
+    }
+    let mut depth = 0usize;
+    let mut last_eq = None;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::P('(' | '[' | '{') | Tok::SetOpen | Tok::Begin(_) => depth += 1,
+            Tok::P(')' | ']' | '}') | Tok::SetClose | Tok::End(_) => {
+                depth = depth.saturating_sub(1);
+            }
+            Tok::P('=') if depth == 0 => last_eq = Some(i),
+            _ => {}
+        }
+    }
+    let rest = &toks[last_eq? + 1..];
+    Parser::new(rest).answer().ok()
+}
+
+/// Longest answer (the text of its pieces, in bytes) that is read as math. The longest answer of
+/// the ~99K texts of MATH (train and test, problems and solutions), DAPO, GSM8K and
+/// `bench/math_kinds.py` is 621 bytes, of 3,782 completions of Qwen2.5-Coder-1.5B and Gemma-3-270M
+/// 663 (a loop); a longer one is compared by its text, which bounds the tokenizer and the parser
+/// to a few thousand characters (~1 ms at worst) whatever the length of the input.
+pub const MAX_ANSWER: usize = 4 << 10;
+
+/// The pieces of an answer longer than [`MAX_ANSWER`], trimmed; None for a shorter one.
+fn long_answer<'a>(ans: &extract::Answer<'a>) -> Option<Vec<&'a str>> {
+    let len: usize = ans.pieces.iter().map(|p| p.text.len()).sum();
+    (len > MAX_ANSWER).then(|| ans.pieces.iter().map(|p| p.text.trim()).collect())
 }
 
 /// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).
 pub fn math_equal(pred: &str, gold: &str) -> bool {
-    let tp = lex::tokenize(answer_part(pred));
-    let tg = lex::tokenize(answer_part(gold));
+    let (ap, ag) = (extract::answer(pred), extract::answer(gold));
+    match (long_answer(&ap), long_answer(&ag)) {
+        (None, None) => {}
+        (a, b) => return a.is_some() && a == b, // past the limit: the same text only
+    }
+    let tp = tokens_of(&ap);
+    let tg = tokens_of(&ag);
     if tp.is_empty() || tg.is_empty() {
         return false;
     }
@@ -185,13 +364,23 @@ pub fn math_equal(pred: &str, gold: &str) -> bool {
         }
     }
     let (bp, bg) = (base_subscripts(&tp), base_subscripts(&tg));
-    if !bp.is_empty() && !bg.is_empty() && bp != bg {
-        return false; // `2516_8` ≠ `2516_9` (either equals `2516`)
+    if let (Some(p), Some(g)) = (bp.last(), bg.last()) {
+        if p != g {
+            return false; // `2516_8` ≠ `2516_9` (either equals `2516`); the answer's base is last
+        }
     }
     match (parse_tokens(&tp), parse_tokens(&tg)) {
+        // In an order that does not depend on which is the prediction, so that the answer stays
+        // symmetric when the comparison budget runs out (it is then not equal both ways).
+        (Some(p), Some(g)) if texts(&ap).cmp(texts(&ag)).is_lt() => item_eq(&p, &g),
         (Some(p), Some(g)) => item_eq(&g, &p),
         _ => false,
     }
+}
+
+/// The texts of an answer's pieces.
+fn texts<'a>(ans: &'a extract::Answer) -> impl Iterator<Item = &'a str> {
+    ans.pieces.iter().map(|p| p.text)
 }
 
 /// The base subscripts written on numbers (`2516_8`, `4210_{5}`), in order.
@@ -241,7 +430,10 @@ pub fn math_equal_batch(preds: &[&str], golds: &[&str]) -> Result<Vec<bool>, cra
 }
 
 /// The answer a completion gives: the text between the last `solution_start` and the
-/// `solution_end` after it, else the last `\boxed{…}`; None when there is neither.
+/// `solution_end` after it; else its box (several joined boxes: from the first to the last, so
+/// that [`math_equal`] reads them as one set); else an answer phrase with its sentence (`The final
+/// answer is $5$.`, `#### 72`); None when there is none of these (an empty or unclosed box
+/// included). Prose alone is no marked answer: a format reward needs one.
 pub fn extract_answer<'a>(
     text: &'a str,
     solution_start: &str,
@@ -258,233 +450,7 @@ pub fn extract_answer<'a>(
             }
         }
     }
-    lex::last_boxed(text)
-}
-
-// ---- comparison -------------------------------------------------------------------------------
-
-/// The right-hand side of an assignment `x = …` / `x ∈ …`.
-fn assignment_rhs(item: &Item) -> Option<&Item> {
-    match item {
-        Item::Relation(sides, ops, lones)
-            if lones[0] && ops.iter().all(|o| matches!(o, Rel::Eq | Rel::In)) =>
-        {
-            sides.last()
-        }
-        _ => None,
-    }
-}
-
-/// `x ≤ 3` → `(-∞, 3]`, `1 < x ≤ 2` → `(1, 2]`: an inequality on one lone variable as the interval
-/// of its solutions (so it equals an interval answer, as in Math-Verify).
-fn as_interval(item: &Item) -> Option<Item> {
-    let Item::Relation(sides, ops, lones) = item else {
-        return None;
-    };
-    if !ops.iter().all(|o| matches!(o, Rel::Lt | Rel::Le)) {
-        return None;
-    }
-    let inf = |sign: f64| Item::Val(vec![Val::float(num::C::real(sign * f64::INFINITY))]);
-    let bound = |x: &Item| matches!(x, Item::Val(v) if v.len() == 1 && !v[0].vars);
-    match (sides.as_slice(), lones.as_slice(), ops.as_slice()) {
-        ([_, b], [true, false], [o]) if bound(b) => Some(Item::Interval {
-            lo: Box::new(inf(-1.0)),
-            hi: Box::new(b.clone()),
-            lo_closed: false,
-            hi_closed: *o == Rel::Le,
-        }),
-        ([a, _], [false, true], [o]) if bound(a) => Some(Item::Interval {
-            lo: Box::new(a.clone()),
-            hi: Box::new(inf(1.0)),
-            lo_closed: *o == Rel::Le,
-            hi_closed: false,
-        }),
-        ([a, _, b], [false, true, false], [o1, o2]) if bound(a) && bound(b) => {
-            Some(Item::Interval {
-                lo: Box::new(a.clone()),
-                hi: Box::new(b.clone()),
-                lo_closed: *o1 == Rel::Le,
-                hi_closed: *o2 == Rel::Le,
-            })
-        }
-        _ => None,
-    }
-}
-
-fn is_infinite(item: &Item) -> bool {
-    matches!(item, Item::Val(v) if v.len() == 1 && v[0].is_infinite())
-}
-
-/// Values of a ± expression as items (one each).
-fn val_items(v: &[Val]) -> Vec<Item> {
-    v.iter().map(|x| Item::Val(vec![x.clone()])).collect()
-}
-
-/// Set elements with ± values spread out (`\{1\pm\sqrt5, -2\}` has three).
-fn flatten(items: &[Item]) -> Vec<Item> {
-    let mut out = Vec::with_capacity(items.len());
-    for it in items {
-        match it {
-            Item::Val(v) if v.len() > 1 => out.extend(val_items(v)),
-            _ => out.push(it.clone()),
-        }
-    }
-    out
-}
-
-fn unordered_eq(a: &[&Item], b: &[&Item]) -> bool {
-    if a.len() != b.len() || a.len() > MAX_ITEMS {
-        return false;
-    }
-    let mut used = vec![false; b.len()];
-    'outer: for x in a {
-        for (j, y) in b.iter().enumerate() {
-            if !used[j] && item_eq(x, y) {
-                used[j] = true;
-                continue 'outer;
-            }
-        }
-        return false;
-    }
-    true
-}
-
-fn ordered_eq(a: &[&Item], b: &[&Item]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| item_eq(x, y))
-}
-
-fn diff(sides: &[Item]) -> Option<Val> {
-    match sides {
-        [Item::Val(l), Item::Val(r)] if l.len() == 1 && r.len() == 1 => Some(l[0].sub(&r[0])),
-        _ => None,
-    }
-}
-
-fn relation_eq(gs: &[Item], gops: &[Rel], ps: &[Item], pops: &[Rel]) -> bool {
-    if gops != pops {
-        return false;
-    }
-    if gops.len() == 1 && gops[0] != Rel::In {
-        if let (Some(dg), Some(dp)) = (diff(gs), diff(ps)) {
-            let positive = matches!(gops[0], Rel::Lt | Rel::Le);
-            return proportional(&dg, &dp, positive);
-        }
-    }
-    ordered_eq(
-        &gs.iter().collect::<Vec<_>>(),
-        &ps.iter().collect::<Vec<_>>(),
-    )
-}
-
-/// Structural equality under the rules of the module docs (symmetric).
-fn item_eq(g: &Item, p: &Item) -> bool {
-    use Item::{Interval, Matrix, Relation, Set, Text, Tuple, Union};
-    match (g, p) {
-        (Relation(gs, gops, _), Relation(ps, pops, _)) => {
-            if relation_eq(gs, gops, ps, pops) {
-                return true;
-            }
-            // Two assignments to the same variable: compare what is assigned.
-            match (assignment_rhs(g), assignment_rhs(p)) {
-                (Some(a), Some(b)) => item_eq(&gs[0], &ps[0]) && item_eq(a, b),
-                _ => false,
-            }
-        }
-        (Relation(..), _) => {
-            assignment_rhs(g).is_some_and(|r| item_eq(r, p))
-                || as_interval(g).is_some_and(|i| item_eq(&i, p))
-        }
-        (_, Relation(..)) => {
-            assignment_rhs(p).is_some_and(|r| item_eq(g, r))
-                || as_interval(p).is_some_and(|i| item_eq(g, &i))
-        }
-        (Item::Val(a), Item::Val(b)) => match (a.as_slice(), b.as_slice()) {
-            ([x], [y]) => val_eq(x, y),
-            _ => {
-                let (a, b) = (val_items(a), val_items(b));
-                unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-            }
-        },
-        (Text(a), Text(b)) => a == b,
-        (Tuple(a), Tuple(b)) => {
-            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {
-            if a.len() == 1 || b.len() == 1 {
-                return unwrap_one(g, p);
-            }
-            ordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Set(a), Set(b)) => {
-            let (a, b) = (flatten(a), flatten(b));
-            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Item::Val(v), Set(s)) | (Set(s), Item::Val(v)) if v.len() > 1 => {
-            let (vs, s) = (val_items(v), flatten(s));
-            unordered_eq(
-                &vs.iter().collect::<Vec<_>>(),
-                &s.iter().collect::<Vec<_>>(),
-            )
-        }
-        (
-            Interval {
-                lo: a,
-                hi: b,
-                lo_closed: c,
-                hi_closed: d,
-            },
-            Interval {
-                lo: e,
-                hi: f,
-                lo_closed: h,
-                hi_closed: k,
-            },
-        ) => {
-            // An infinite end is never in the set: `[-\infty, 2)` = `(-\infty, 2)`.
-            let closed_eq = |x: bool, y: bool, end: &Item| x == y || is_infinite(end);
-            closed_eq(*c, *h, a) && closed_eq(*d, *k, b) && item_eq(a, e) && item_eq(b, f)
-        }
-        (Interval { .. }, Tuple(t)) | (Tuple(t), Interval { .. }) if t.len() == 2 => {
-            // `(a, b)` is also the open interval
-            let open = Interval {
-                lo: Box::new(t[0].clone()),
-                hi: Box::new(t[1].clone()),
-                lo_closed: false,
-                hi_closed: false,
-            };
-            if matches!(g, Tuple(_)) {
-                item_eq(&open, p)
-            } else {
-                item_eq(g, &open)
-            }
-        }
-        (Union(a), Union(b)) => {
-            unordered_eq(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>())
-        }
-        (Matrix(a), Matrix(b)) => {
-            a.len() == b.len()
-                && a.iter().zip(b).all(|(r, s)| {
-                    ordered_eq(&r.iter().collect::<Vec<_>>(), &s.iter().collect::<Vec<_>>())
-                })
-        }
-        _ => unwrap_one(g, p),
-    }
-}
-
-/// A one-element collection against anything else: compare its element.
-fn unwrap_one(g: &Item, p: &Item) -> bool {
-    let one = |x: &Item| match x {
-        Item::Set(v) | Item::Tuple(v) if v.len() == 1 => Some(v[0].clone()),
-        Item::Val(v) if v.len() > 1 && v.iter().skip(1).all(|y| val_eq(y, &v[0])) => {
-            Some(Item::Val(vec![v[0].clone()]))
-        }
-        _ => None,
-    };
-    match (one(g), one(p)) {
-        (Some(a), _) if !matches!(p, Item::Set(_) | Item::Tuple(_)) => item_eq(&a, p),
-        (_, Some(b)) if !matches!(g, Item::Set(_) | Item::Tuple(_)) => item_eq(g, &b),
-        _ => false,
-    }
+    extract::marked_answer(text)
 }
 
 #[cfg(test)]

@@ -234,6 +234,9 @@ impl Rat {
         })
     }
     pub fn mul(self, o: Rat) -> Option<Rat> {
+        if self.den == 1 && o.den == 1 {
+            return Some(Rat::int(self.num.checked_mul(o.num)?)); // integers: no gcd
+        }
         let g1 = i128::try_from(gcd(self.num.unsigned_abs(), o.den.unsigned_abs()))
             .ok()?
             .max(1);

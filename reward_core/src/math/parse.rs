@@ -6,7 +6,9 @@
 //! linear in the input.
 
 use super::lex::Tok;
+use super::matrix;
 use super::num::{Exact, Rat, Val, C};
+use super::reading::{group_labelled, label_tokens, reading, Label};
 
 /// Deepest nesting of groups/arguments accepted.
 pub const MAX_DEPTH: usize = 48;
@@ -14,11 +16,21 @@ pub const MAX_DEPTH: usize = 48;
 const MAX_BRANCHES: usize = 8;
 /// Most elements of a tuple, set, list or matrix.
 pub const MAX_ITEMS: usize = 512;
+/// Most terms of a sum, and factors of a product: no answer is longer (past it, only the text
+/// can make an answer equal).
+const MAX_TERMS: usize = 4096;
+/// Most terms of a `\sum` / `\prod` evaluated one by one.
+const MAX_SUMMED: usize = 1000;
+/// Most work beyond one pass, in one answer: tokens read again to evaluate sums term by term,
+/// and cell operations of matrix arithmetic.
+const WORK_BUDGET: usize = 1 << 12;
 
 /// Relations, normalised so that `>`/`≥` become `<`/`≤` with the sides swapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rel {
     Eq,
+    /// `\approx`: equal up to the places of a written decimal, or within 1 %.
+    Approx,
     Ne,
     Lt,
     Le,
@@ -44,9 +56,22 @@ pub enum Item {
     },
     Union(Vec<Item>),
     Matrix(Vec<Vec<Item>>),
-    /// `a op b op c …` (`ops.len() == sides.len() - 1`), and which sides are a lone variable
-    /// (`x`, `x_1`, `\theta`, `f(x)`): an assignment is `x = …` / `x \in …`.
+    /// `a op b op c …` (`ops.len() == sides.len() - 1`) that has no reading as a value (an
+    /// equation such as `2x + 3y = 6`, a false chain `2 = 3`), and which sides are a lone variable.
     Relation(Vec<Item>, Vec<Rel>, Vec<bool>),
+    /// A relation read as a value, with the label it names if any: an assignment `x = 3`,
+    /// `(p, q) = (3, 2)`, `AB = 4`, `x \in S`; an inequality on one variable as the interval of its
+    /// solutions (`1 < x \le 2` is `x` labelling `(1, 2]`); a chain of equal constants
+    /// (`\frac{6}{2} = 3`, no label). `raw` is the relation as written, when there is one.
+    Labelled {
+        label: Option<Box<Item>>,
+        value: Box<Item>,
+        raw: Option<Box<Item>>,
+    },
+    /// Readings of one answer that are all equal (the sides of `2\sqrt3 \approx 3.46`).
+    Alt(Vec<Item>),
+    /// `a : b : c`, three parts or more, scaled so that the first part is 1 (`a : b` is `a/b`).
+    Ratio(Vec<Val>),
 }
 
 pub type Res<T> = Result<T, ()>;
@@ -58,6 +83,10 @@ pub struct Parser<'a> {
     depth: usize,
     /// A digit split off a multi-digit number (`\frac34`, `x^23`): the rest of that number.
     pending: Option<Tok>,
+    /// Index variables of the `\sum`/`\prod` being read, innermost last, and their values.
+    binds: Vec<(String, Val)>,
+    /// Work that sums and matrix arithmetic may still do (see [`WORK_BUDGET`]).
+    budget: usize,
 }
 
 fn fnv(s: &str) -> u64 {
@@ -137,6 +166,8 @@ impl<'a> Parser<'a> {
             pos: 0,
             depth: 0,
             pending: None,
+            binds: Vec::new(),
+            budget: WORK_BUDGET,
         }
     }
 
@@ -200,7 +231,7 @@ impl<'a> Parser<'a> {
         Ok(if items.len() == 1 {
             items.pop().ok_or(())?
         } else {
-            Item::Set(items)
+            group_labelled(items)
         })
     }
 
@@ -214,43 +245,85 @@ impl<'a> Parser<'a> {
                 "ge" => Some((Rel::Le, true)),
                 "ne" => Some((Rel::Ne, false)),
                 "in" => Some((Rel::In, false)),
-                "approx" | "equiv" => Some((Rel::Eq, false)),
+                "equiv" => Some((Rel::Eq, false)),
+                "approx" | "simeq" | "thickapprox" => Some((Rel::Approx, false)),
                 _ => None,
             },
             _ => None,
         }
     }
 
-    /// One side of a relation, and whether it was a lone variable (`x`, `\\theta`, `x_1`, `f(x)`).
-    fn side(&mut self) -> Res<(Item, bool)> {
+    /// One side of a relation, whether it was a lone variable (`x`, `\\theta`, `x_1`, `f(x)`), and
+    /// whether it can label a value (a lone variable, `AB`, `|AB|`, `a+b`, `(p, q)`, `S : T`).
+    fn side(&mut self) -> Res<(Item, bool, Label)> {
         let start = (self.pos, self.pending.is_some());
-        let item = self.union()?;
-        let lone = !start.1
-            && self.pending.is_none()
-            && self
-                .toks
-                .get(start.0..self.pos)
-                .is_some_and(lone_var_tokens);
-        Ok((item, lone))
+        let item = self.ratio()?;
+        let toks = (!start.1 && self.pending.is_none())
+            .then(|| self.toks.get(start.0..self.pos))
+            .flatten();
+        let lone = toks.is_some_and(lone_var_tokens);
+        let label = lone || toks.is_some_and(label_tokens);
+        // a label that sums names (`x + y + z`) is a left side of an equation when it `= 0`
+        let sum = label
+            && !lone
+            && toks.is_some_and(|t| t.iter().any(|t| matches!(t, Tok::P('+' | '-'))));
+        Ok((
+            item,
+            lone,
+            if sum {
+                Label::Sum
+            } else if label {
+                Label::Yes
+            } else {
+                Label::No
+            },
+        ))
+    }
+
+    /// `a : b` (read as `a/b`), `a : b : c` (a [`Item::Ratio`]), or one union.
+    fn ratio(&mut self) -> Res<Item> {
+        let first = self.union()?;
+        if self.peek() != Some(&Tok::P(':')) {
+            return Ok(first);
+        }
+        let mut parts = one_val(first)?;
+        if parts.len() != 1 {
+            return Err(());
+        }
+        while self.eat(&Tok::P(':')) {
+            let v = one_val(self.union()?)?;
+            if v.len() != 1 || parts.len() >= MAX_ITEMS {
+                return Err(());
+            }
+            parts.extend(v);
+        }
+        if let [a, b] = parts.as_slice() {
+            return Ok(Item::Val(vec![a.div(b)]));
+        }
+        let first = parts[0].clone();
+        Ok(Item::Ratio(parts.iter().map(|v| v.div(&first)).collect()))
     }
 
     fn relation(&mut self) -> Res<Item> {
-        let (first, lone) = self.side()?;
+        let (first, lone, label) = self.side()?;
         let mut sides = vec![first];
         let mut lones = vec![lone];
+        let mut labels = vec![label];
         let mut ops = Vec::new();
         let mut flipped = None;
         while let Some((op, flip)) = self.rel_op() {
             self.bump();
             // `≤ =` or `==`: one relation
             while self.eat(&Tok::P('=')) {}
-            if *flipped.get_or_insert(flip) != flip {
+            // only inequalities have a direction (`x = 3 > 2` reads left to right)
+            if matches!(op, Rel::Lt | Rel::Le) && *flipped.get_or_insert(flip) != flip {
                 return Err(()); // mixed directions: not a chain we compare
             }
             ops.push(op);
-            let (side, lone) = self.side()?;
+            let (side, lone, label) = self.side()?;
             sides.push(side);
             lones.push(lone);
+            labels.push(label);
             if sides.len() > MAX_ITEMS {
                 return Err(());
             }
@@ -262,13 +335,21 @@ impl<'a> Parser<'a> {
             sides.reverse();
             ops.reverse();
             lones.reverse();
+            labels.reverse();
         }
-        Ok(Item::Relation(sides, ops, lones))
+        Ok(match reading(&sides, &ops, &lones, &labels) {
+            Some((label, value)) => Item::Labelled {
+                label: label.map(Box::new),
+                value: Box::new(value),
+                raw: Some(Box::new(Item::Relation(sides, ops, lones))),
+            },
+            None => Item::Relation(sides, ops, lones),
+        })
     }
 
     fn union(&mut self) -> Res<Item> {
         let first = self.expr()?;
-        if self.peek() != Some(&Tok::Cmd("cup".into())) {
+        if !matches!(self.peek(), Some(Tok::Cmd(c)) if c == "cup") {
             return Ok(first);
         }
         let mut parts = vec![first];
@@ -307,6 +388,9 @@ impl<'a> Parser<'a> {
         if sign.is_none() && !is_op(self.peek()) {
             return Ok(first);
         }
+        if let Item::Matrix(_) = first {
+            return self.matrix_sum(&first, sign);
+        }
         let mut acc = one_val(first)?;
         acc = match sign {
             Some('-') => acc
@@ -327,7 +411,12 @@ impl<'a> Parser<'a> {
             )?,
             None => acc,
         };
+        let mut terms = 1;
         while is_op(self.peek()) {
+            terms += 1;
+            if terms > MAX_TERMS {
+                return Err(());
+            }
             let op = self.bump();
             let rhs = one_val(self.term()?)?;
             match op {
@@ -344,6 +433,193 @@ impl<'a> Parser<'a> {
             }
         }
         Ok(Item::Val(acc))
+    }
+
+    /// Takes `cost` from the work budget, or fails when it is spent.
+    fn charge(&mut self, cost: usize) -> Res<()> {
+        self.budget = self.budget.checked_sub(cost).ok_or(())?;
+        Ok(())
+    }
+
+    /// `A ± B ± …` for matrices of one shape (after an optional sign on `A`).
+    fn matrix_sum(&mut self, first: &Item, sign: Option<char>) -> Res<Item> {
+        let mut acc = matrix::cells(first)?;
+        match sign {
+            Some('-') => {
+                self.charge(matrix::size(&acc))?;
+                acc = matrix::scale(&acc, &Val::exact(Exact::rat(Rat::int(-1))));
+            }
+            Some(_) => return Err(()),
+            None => {}
+        }
+        loop {
+            let sub = match self.peek() {
+                Some(Tok::P('+')) => false,
+                Some(Tok::P('-')) => true,
+                Some(Tok::Cmd(c)) if c == "pm" || c == "mp" => return Err(()),
+                _ => break,
+            };
+            self.bump();
+            let rhs = matrix::cells(&self.term()?)?;
+            self.charge(matrix::size(&acc))?;
+            acc = matrix::add(&acc, &rhs, sub)?;
+        }
+        Ok(matrix::item(acc))
+    }
+
+    /// The rest of a product whose value so far is the matrix `acc`: more matrices (multiplied)
+    /// and scalars (scaling), joined by `*` or juxtaposition.
+    fn matrix_product(&mut self, mut acc: matrix::M) -> Res<Item> {
+        loop {
+            match self.peek() {
+                Some(Tok::P('*')) => {
+                    self.bump();
+                }
+                _ if self.starts_implicit() => {}
+                _ => break,
+            }
+            let f = self.factor()?;
+            acc = match f {
+                Item::Matrix(_) => {
+                    let rhs = matrix::cells(&f)?;
+                    self.charge(matrix::product_cost(&acc, &rhs))?;
+                    matrix::mul(&acc, &rhs)?
+                }
+                _ => match one_val(f)?.as_slice() {
+                    [s] => {
+                        self.charge(matrix::size(&acc))?;
+                        matrix::scale(&acc, s)
+                    }
+                    _ => return Err(()),
+                },
+            };
+        }
+        Ok(matrix::item(acc))
+    }
+
+    /// `\sum_{k=a}^{b} body` / `\prod`: the body is the product after the limits. Integer limits
+    /// (at most [`MAX_SUMMED`] terms, within [`WORK_BUDGET`]) are evaluated term by term, reading
+    /// the body again with `k` bound to each value; otherwise the sum is a value named by its
+    /// limits and its body, evaluated with `k` as a variable of its own (so `\sum_{i=1}^n 3i` =
+    /// `\sum_{k=1}^{n} k \cdot 3`).
+    fn big_op(&mut self, sum: bool) -> Res<Item> {
+        self.expect(&Tok::P('_'))?;
+        let braced = self.eat(&Tok::P('{'));
+        let name = match self.bump() {
+            Some(Tok::Letter(c)) => c.to_string(),
+            Some(Tok::Cmd(c)) if GREEK.contains(&c.as_str()) => c,
+            _ => return Err(()),
+        };
+        self.expect(&Tok::P('='))?;
+        self.enter()?;
+        let lo = if braced { self.expr() } else { self.arg() };
+        self.leave();
+        let lo = one_val(lo?)?;
+        if braced {
+            self.expect(&Tok::P('}'))?;
+        }
+        self.expect(&Tok::P('^'))?;
+        let hi = one_val(self.arg()?)?;
+        let ([lo], [hi]) = (lo.as_slice(), hi.as_slice()) else {
+            return Err(());
+        };
+        if self.pending.is_some() {
+            return Err(());
+        }
+        let start = self.pos;
+        let index = Val::var(fnv(&format!("\u{1}index{}", self.binds.len())));
+        self.binds.push((name.clone(), index));
+        self.enter()?;
+        let body = self.term();
+        self.leave();
+        self.binds.pop();
+        let body = one_val(body?)?;
+        let ([body], None) = (body.as_slice(), &self.pending) else {
+            return Err(());
+        };
+        let end = self.pos;
+        let int = |v: &Val| {
+            v.exact
+                .as_ref()
+                .and_then(Exact::as_rat)
+                .filter(|r| r.is_int())
+                .map(|r| r.num)
+        };
+        if let (Some(a), Some(b)) = (int(lo), int(hi)) {
+            let count = usize::try_from(b.saturating_sub(a).saturating_add(1)).ok();
+            let cost = count.map(|c| c.saturating_mul(end - start + 1));
+            if let (Some(count), Some(cost)) = (count, cost) {
+                if count <= MAX_SUMMED && cost <= self.budget {
+                    self.budget -= cost;
+                    return self.big_op_terms(sum, &name, a, b, start, end);
+                }
+            }
+        }
+        let mut h = fnv(if sum { "\u{1}sum" } else { "\u{1}prod" });
+        for v in [lo, hi, body] {
+            for z in v.s {
+                h = (h ^ quantize(z.re)).wrapping_mul(0x0100_0000_01b3);
+                h = (h ^ quantize(z.im)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        Ok(Item::Val(vec![Val::var(h)]))
+    }
+
+    /// The sum (or product) of the body `toks[start..end]` for the index from `a` to `b`.
+    fn big_op_terms(
+        &mut self,
+        sum: bool,
+        name: &str,
+        a: i128,
+        b: i128,
+        start: usize,
+        end: usize,
+    ) -> Res<Item> {
+        let mut acc = Val::exact(Exact::rat(if sum { Rat::ZERO } else { Rat::ONE }));
+        let mut k = a;
+        while k <= b {
+            let mut sub = Parser {
+                toks: &self.toks[start..end],
+                pos: 0,
+                depth: self.depth,
+                pending: None,
+                binds: self.binds.clone(),
+                budget: self.budget,
+            };
+            sub.binds
+                .push((name.to_owned(), Val::exact(Exact::rat(Rat::int(k)))));
+            let v = one_val(sub.term()?)?;
+            if sub.peek().is_some() || v.len() != 1 {
+                return Err(());
+            }
+            self.budget = sub.budget;
+            acc = if sum { acc.add(&v[0]) } else { acc.mul(&v[0]) };
+            k += 1;
+        }
+        Ok(Item::Val(vec![acc]))
+    }
+
+    /// Whether the next tokens are `{c}` (and if so, reads them).
+    fn eat_letter_arg(&mut self, c: char) -> bool {
+        let hit = self.pending.is_none()
+            && self.toks.get(self.pos..self.pos + 3)
+                == Some(&[Tok::P('{'), Tok::Letter(c), Tok::P('}')][..]);
+        if hit {
+            self.pos += 3;
+        }
+        hit
+    }
+
+    /// The value bound to an index variable `name`, if one is.
+    fn bound(&self, name: &str) -> Option<Val> {
+        if self.binds.is_empty() {
+            return None;
+        }
+        self.binds
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
     }
 
     /// Whether the next token can start a factor multiplied by juxtaposition.
@@ -374,7 +650,8 @@ impl<'a> Parser<'a> {
     fn term(&mut self) -> Res<Item> {
         let first_is_int = matches!(self.peek(), Some(Tok::Num { point: false, .. }));
         let first = self.factor()?;
-        let mixed_next = |p: &Self| first_is_int && p.peek() == Some(&Tok::Cmd("frac".into()));
+        let mixed_next =
+            |p: &Self| first_is_int && matches!(p.peek(), Some(Tok::Cmd(c)) if c == "frac");
         if !matches!(self.peek(), Some(Tok::P('*' | '/'))) && !self.starts_implicit() {
             return Ok(first);
         }
@@ -395,9 +672,17 @@ impl<'a> Parser<'a> {
             }
             return Ok(Item::Text(t));
         }
+        if let Item::Matrix(_) = first {
+            return self.matrix_product(matrix::cells(&first)?);
+        }
         let mut mixed = mixed_next(self);
         let mut acc = one_val(first)?;
+        let mut factors = 1;
         loop {
+            factors += 1;
+            if factors > MAX_TERMS {
+                return Err(());
+            }
             let op = match self.peek() {
                 Some(Tok::P('*')) => {
                     self.bump();
@@ -410,21 +695,32 @@ impl<'a> Parser<'a> {
                 _ if self.starts_implicit() => ' ',
                 _ => break,
             };
-            let rhs = one_val(self.factor()?)?;
-            acc = match op {
-                '/' => combine(&acc, &rhs, Val::div)?,
+            let rhs = self.factor()?;
+            if let Item::Matrix(_) = rhs {
+                // a scalar times a matrix (`2\begin{pmatrix}…`)
+                let [s] = acc.as_slice() else { return Err(()) };
+                if op == '/' {
+                    return Err(());
+                }
+                let m = matrix::cells(&rhs)?;
+                self.charge(matrix::size(&m))?;
+                return self.matrix_product(matrix::scale(&m, s));
+            }
+            let rhs = one_val(rhs)?;
+            match op {
+                '/' => combine_into(&mut acc, &rhs, Val::div)?,
                 ' ' if mixed
                     && rhs
                         .iter()
                         .all(|v| v.exact.as_ref().and_then(Exact::as_rat).is_some()) =>
                 {
-                    combine(&acc, &rhs, |a, b| {
+                    combine_into(&mut acc, &rhs, |a, b| {
                         // 3\frac12 = 3 + 1/2; −3\frac12 is handled by the sum's sign (−(3+½)).
                         a.add(b)
-                    })?
+                    })?;
                 }
-                _ => combine(&acc, &rhs, Val::mul)?,
-            };
+                _ => combine_into(&mut acc, &rhs, Val::mul)?,
+            }
             mixed = false;
         }
         Ok(Item::Val(acc))
@@ -434,8 +730,15 @@ impl<'a> Parser<'a> {
     fn factor(&mut self) -> Res<Item> {
         if self.eat(&Tok::P('-')) {
             self.enter()?;
-            let v = one_val(self.factor()?)?;
+            let f = self.factor()?;
             self.leave();
+            if let Item::Matrix(_) = f {
+                let minus = Val::exact(Exact::rat(Rat::int(-1)));
+                let m = matrix::cells(&f)?;
+                self.charge(matrix::size(&m))?;
+                return Ok(matrix::item(matrix::scale(&m, &minus)));
+            }
+            let v = one_val(f)?;
             return Ok(Item::Val(v.iter().map(Val::neg).collect()));
         }
         while self.eat(&Tok::P('+')) {} // unary plus (a loop: `+++…` must not recurse)
@@ -445,8 +748,17 @@ impl<'a> Parser<'a> {
                 Some(Tok::P('^')) => {
                     self.bump();
                     let e = one_val(self.arg()?)?;
+                    if let Item::Matrix(_) = item {
+                        let n = e.first().and_then(|v| v.exact.as_ref()?.as_rat());
+                        let n = n.filter(|r| r.is_int() && e.len() == 1).ok_or(())?.num;
+                        let m = matrix::cells(&item)?;
+                        let times = usize::try_from(n.clamp(1, matrix::MAX_POWER)).unwrap_or(1);
+                        self.charge(matrix::product_cost(&m, &m).saturating_mul(times))?;
+                        item = matrix::item(matrix::pow(&m, n)?);
+                        continue;
+                    }
                     let b = one_val(item)?;
-                    item = Item::Val(combine(&b, &e, Val::pow)?);
+                    item = Item::Val(combine(&b, &e, big_pow)?);
                 }
                 Some(Tok::P('!')) => {
                     self.bump();
@@ -567,16 +879,26 @@ impl<'a> Parser<'a> {
                 Ok(Item::Val(vec![v]))
             }
             Tok::Letter(c) => {
-                let mut name = c.to_string();
+                let mut buf = [0u8; 4];
+                let mut long = String::new(); // `x_1`: the name with its subscript
                 if self.eat(&Tok::P('_')) {
                     let sub = self.subscript_text()?;
-                    name.push('_');
-                    name.push_str(&sub);
+                    long.push(*c);
+                    long.push('_');
+                    long.push_str(&sub);
                 }
-                Ok(Item::Val(vec![match name.as_str() {
+                let name: &str = if long.is_empty() {
+                    c.encode_utf8(&mut buf)
+                } else {
+                    &long
+                };
+                if let Some(v) = self.bound(name) {
+                    return Ok(Item::Val(vec![v]));
+                }
+                Ok(Item::Val(vec![match name {
                     "e" => konst(C::real(std::f64::consts::E)),
                     "i" => Val::exact(Exact::i()),
-                    _ => Val::var(fnv(&name)),
+                    _ => Val::var(fnv(name)),
                 }]))
             }
             Tok::Word(w) => Ok(Item::Text(w.clone())),
@@ -759,6 +1081,10 @@ impl<'a> Parser<'a> {
                 Ok(Item::Val(combine(&n, &k, binom)?))
             }
             "pm" | "mp" => Err(()),
+            // `\mathbb{R}`: the real line, `(-\infty, \infty)`
+            "mathbb" if self.eat_letter_arg('r') => Ok(real_line()),
+            "sum" => self.big_op(true),
+            "prod" => self.big_op(false),
             "log" | "ln" | "lg" => {
                 let base = if name == "log" && self.eat(&Tok::P('_')) {
                     Some(one_val(self.arg()?)?)
@@ -798,10 +1124,17 @@ impl<'a> Parser<'a> {
                         | "mathcal"
                         | "mathfrak"
                         | "mathscr"
+                        | "overrightarrow"
+                        | "arc"
+                        | "widearc"
                 ) {
                     return self.arg(); // a decorated symbol is its base
                 }
                 if GREEK.contains(&name) {
+                    return one(self.bound(name).unwrap_or_else(|| Val::var(fnv(name))));
+                }
+                if matches!(name, "angle" | "measuredangle" | "triangle") {
+                    // `\angle ABC`: a name, multiplied with the points that follow
                     return one(Val::var(fnv(name)));
                 }
                 Err(())
@@ -819,6 +1152,17 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// `(-\infty, \infty)`.
+fn real_line() -> Item {
+    let inf = |s: f64| Box::new(Item::Val(vec![Val::float(C::real(s * f64::INFINITY))]));
+    Item::Interval {
+        lo: inf(-1.0),
+        hi: inf(1.0),
+        lo_closed: false,
+        hi_closed: false,
+    }
+}
+
 fn apply_power(vals: Vec<Val>, power: Option<&Vec<Val>>) -> Res<Vec<Val>> {
     match power {
         None => Ok(vals),
@@ -826,7 +1170,7 @@ fn apply_power(vals: Vec<Val>, power: Option<&Vec<Val>>) -> Res<Vec<Val>> {
     }
 }
 
-const GREEK: &[&str] = &[
+pub const GREEK: &[&str] = &[
     "alpha",
     "beta",
     "gamma",
@@ -907,8 +1251,41 @@ fn factorial(v: &Val) -> Val {
             }
             return Val::exact(Exact::rat(Rat::int(acc)));
         }
+        if r.is_int() && r.num > 33 {
+            return opaque(&format!("{}!", r.num)); // `\frac{1}{2004!}`
+        }
     }
     Val::float(C::NAN)
+}
+
+/// `x` rounded to 10 significant digits, as bits (to name a value by its samples).
+fn quantize(x: f64) -> u64 {
+    if !x.is_finite() || x == 0.0 {
+        return x.to_bits();
+    }
+    let e = x.abs().log10().floor();
+    let m = (x / 10f64.powf(e - 9.0)).round();
+    m.to_bits() ^ (e as i64 as u64).rotate_left(32)
+}
+
+/// A number too large (or small) for both the exact field and `f64`, such as `2^{4950}` or
+/// `2004!`: a value of its own, named by how it was written in exact terms, so that it equals
+/// itself and nothing else (an overflow to ∞ would equal every other overflow).
+fn opaque(name: &str) -> Val {
+    Val::var(fnv(name) ^ 0x6f70_6171_7565_2121)
+}
+
+/// `b^e`, with an exact base and exponent whose power leaves `f64` kept apart ([`opaque`]).
+fn big_pow(b: &Val, e: &Val) -> Val {
+    let r = b.pow(e);
+    let z = r.s[0];
+    let lost = !z.is_finite() || (z.re == 0.0 && z.im == 0.0);
+    match (&b.exact, &e.exact) {
+        (Some(x), Some(y)) if r.exact.is_none() && lost && !x.0.is_empty() => {
+            opaque(&format!("{x:?}^{y:?}"))
+        }
+        _ => r,
+    }
 }
 
 fn binom(n: &Val, k: &Val) -> Val {

@@ -95,6 +95,89 @@ fn equal_pairs() {
     }
 }
 
+/// Answer shapes beyond bare answers (bench/math_kinds.py has them in bulk, from real text).
+#[test]
+fn equal_shapes() {
+    let cases: &[(&str, &str)] = &[
+        // several answers: boxes joined by connectors are one set
+        ("\\boxed{1} and \\boxed{2}", "1, 2"),
+        ("$\\boxed{3}\\boxed{4}$", "\\{3, 4\\}"),
+        (
+            "$\\boxed{(1,2)} \\quad\\text{and}\\quad \\boxed{(3,4)}$",
+            "(3,4), (1,2)",
+        ),
+        ("$x = \\boxed{2}$ or $x = \\boxed{-2}$", "\\pm 2"),
+        ("\\boxed{6}, \\boxed{6}", "6"), // the same answer boxed twice
+        // answers in prose
+        ("The largest $k$ is 12.", "12"), // `$k$` only names a variable
+        ("Answer \\[ 7 \\]", "7"),        // an answer phrase, display math
+        ("It costs $1,200 + $30 = $1,230 in all.", "1230"), // money, a computation
+        ("so \\( y = 3 \\). That is all.", "3"), // the sentence after the math
+        (
+            "Final Answer: The final answer is $\\frac{2}{3}$. I hope it is correct.",
+            "\\frac23",
+        ),
+        ("#### 72", "72"),
+        ("\\[ x^2 = 4 \\\\ x = \\pm 2 \\]", "\\pm 2"), // display math states its last line
+        ("\\begin{align*} a &= 2 + 3 \\\\ &= 5 \\end{align*}", "5"),
+        ("7 \\text{ marbles}", "7"), // what was counted
+        // labels that are not one variable
+        ("(a,b) = (5,1)", "(5,1)"),
+        ("PQ = 3, RS = 8", "3, 8"),
+        ("U:V = 2:9", "2:9"),
+        ("|PQ| = 6", "6"),
+        ("m+n = 34", "34"),
+        ("\\angle ABC = 40^\\circ", "40"),
+        ("m=3,n=1;m=4,n=1", "(3,1),(4,1)"),
+        ("x_1 = 2, x_2 = 5", "5, 2"), // listed labels against a set
+        ("y = 2, x = 1", "(x, y) = (1, 2)"), // labels matched whatever their order
+        ("f(3) = f(-3) + 6 = 8", "8"), // a computation states its last value
+        // relations, normalised so that equality is transitive
+        ("-1 \\le t \\le 5", "t \\in [-1, 5]"),
+        ("t >= 1", "[1, \\infty)"),
+        ("t != 1", "t \\ne 1"),
+        ("t \\ne 1", "(-\\infty, 1) \\cup (1, \\infty)"),
+        ("t < -1 \\text{ or } t > 2", "(-\\infty,-1)\\cup(2,\\infty)"),
+        ("\\{4,4,1\\}", "\\{1,4\\}"), // sets ignore repeats
+        ("s = \\sqrt{2} \\approx 1.41", "\\sqrt2"),
+        ("s = \\sqrt{2} \\approx 1.41", "1.41"),
+        ("\\frac{9}{3} = 3", "3"),
+        ("2 + 3 = 5", "5"),
+        // bare `and` / `or`
+        ("7, 8, and 9", "7, 8, 9"),
+        ("(2,5)or(5,2)", "(2,5), (5,2)"),
+        // matrices and sums are evaluated
+        (
+            "\\begin{pmatrix}1\\\\2\\end{pmatrix}+\\begin{pmatrix}3\\\\4\\end{pmatrix}",
+            "\\begin{pmatrix}4\\\\6\\end{pmatrix}",
+        ),
+        (
+            "3\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}",
+            "\\begin{pmatrix}3&0\\\\0&3\\end{pmatrix}",
+        ),
+        (
+            "\\begin{pmatrix}1&1\\\\0&1\\end{pmatrix}^2",
+            "\\begin{pmatrix}1&2\\\\0&1\\end{pmatrix}",
+        ),
+        ("\\sum_{j=1}^{4} j^2", "30"),
+        ("\\sum_{k=1}^{100} k^2", "338350"), // 400 tokens read again: within the budget
+        ("\\sum_{i=1}^{n} 2i", "\\sum_{k=1}^{n} k \\cdot 2"),
+        ("\\prod_{k=1}^{4} k", "24"),
+        // written without LaTeX, or glued together
+        ("sqrt(3)", "\\sqrt3"),
+        ("β", "\\beta"),
+        ("\\pir^2", "\\pi r^2"),
+        ("\\{1\\}\\cup\\{2\\}", "\\{1,2\\}"),
+        ("\\frac{1}{3000!}", "{\\frac{1}{3000!}}"), // past f64: equal to itself
+        ("6,8{,}10", "6, 8, 10"),
+        ("(-\\infty, \\infty)", "\\mathbb{R}"), // the real line
+    ];
+    for &(p, g) in cases {
+        assert!(math_equal(p, g), "{p:?} should equal {g:?}");
+        assert!(math_equal(g, p), "{g:?} should equal {p:?} (symmetry)");
+    }
+}
+
 #[test]
 fn unequal_pairs() {
     let cases: &[(&str, &str)] = &[
@@ -107,7 +190,7 @@ fn unequal_pairs() {
         ("\\frac45", "1\\frac45"),
         ("\\sqrt{13}", "2\\sqrt{3}"),
         ("x=5", "y=5"),
-        ("2x+1=5", "5"), // not an assignment
+        ("2x+1=0", "0"), // an equation in standard form is not its right side
         ("3, 5", "3, 5, 7"),
         ("\\text{an ellipse}", "\\text{ellipse}"),
         ("90", "\\frac{\\pi}{2}"),
@@ -127,6 +210,32 @@ fn unequal_pairs() {
         ("", "1"),
         ("1", ""),
         ("\\frac{1}{0}", "1"),
+        // candidates, asides, empty and unclosed boxes are no answer
+        ("\\boxed{1}, \\boxed{2}", "2"),
+        ("$\\boxed{1}$ or $\\boxed{2}$", "2"),
+        ("\\boxed{}", "5"),
+        ("The answer is $\\boxed{}$. It is 5.", "5"),
+        ("\\boxed{5", "5"),
+        ("\\boxed{4} \\text{ (or maybe 5)}", "5"),
+        ("I first got 5, but the answer is \\boxed{4}.", "5"),
+        ("Answer: 4 (not 5)", "5"),
+        ("\\boxed{5 + 1}", "5"),
+        ("The answer is $3$ or $4$.", "4"),
+        // numbers past f64 are not all equal
+        ("2^{4950}", "3^{4950}"),
+        ("2^{-5000}", "0"),
+        // relations
+        ("x \\ge 2", "(2, \\infty)"),
+        ("x + y + z = 0", "0"), // an equation in standard form
+        ("(a,b) = (5,1)", "(1,5)"),
+        ("2 + 3 = 5", "6"),
+        ("\\sum_{i=1}^{4} i", "11"),
+        // 13,000 tokens to read again, past the budget: named by its limits and body, not added up
+        ("\\sum_{n=1}^{1000} \\frac{1}{n^2+n}", "\\frac{1000}{1001}"),
+        (
+            "\\begin{pmatrix}1\\\\2\\end{pmatrix}+\\begin{pmatrix}3\\\\4\\end{pmatrix}",
+            "\\begin{pmatrix}4\\\\7\\end{pmatrix}",
+        ),
         (
             "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
             "\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}",
@@ -157,6 +266,15 @@ fn extraction() {
         extract_answer("\\boxed{1", "<SOLUTION>", "</SOLUTION>"),
         None
     );
+    // joined boxes come whole, so that math_equal reads them as one set
+    assert_eq!(
+        extract_answer("so $\\boxed{1}$ or $\\boxed{2}$.", "<S>", "</S>"),
+        Some("\\boxed{1}$ or $\\boxed{2}")
+    );
+    // an answer phrase marks an answer; prose alone does not
+    let phrase = "Final Answer: The final answer is $5$. I hope it is correct.";
+    assert!(extract_answer(phrase, "<S>", "</S>").is_some_and(|a| math_equal(a, "5")));
+    assert_eq!(extract_answer("I think it is 5.", "<S>", "</S>"), None);
 }
 
 #[test]
@@ -183,6 +301,35 @@ fn adversarial_inputs_are_fast_and_false() {
         "|".repeat(n),
         "^".repeat(n),
         "x_".repeat(n / 2),
+        // the extraction and relation rules
+        "$1 ".repeat(n / 3),
+        "$x$ ".repeat(n / 4),
+        "\\boxed{1} and ".repeat(n / 14),
+        "\\boxed{}".repeat(n / 8),
+        "The answer is ".repeat(n / 14) + "5",
+        "answers".repeat(n / 7),
+        "\\(\n".repeat(n / 3),
+        "\\[".repeat(n / 2),
+        "$$ ".repeat(n / 3),
+        "\\begin{align*}".repeat(n / 14),
+        "#### ".repeat(n / 5),
+        "the cat sat on the mat ".repeat(n / 23),
+        "1 and ".repeat(n / 6),
+        "(".repeat(n - 1) + "1",
+        "\\text{a} 1 ".repeat(n / 11),
+        vec!["x=1"; 30_000].join(","),
+        vec!["1"; 50_000].join("="),
+        vec!["1"; 50_000].join(":"),
+        "\\{".to_owned() + &vec!["1"; 50_000].join(",") + "\\}",
+        "\\sum_{k=1}^{1000}".repeat(n / 17) + "k",
+        "\\begin{pmatrix}1&1\\\\1&1\\end{pmatrix}".repeat(n / 40),
+        "\\pia".repeat(n / 4),
+        "{,}".repeat(n / 3),
+        "<=".repeat(n / 2),
+        "and or ".repeat(n / 7),
+        "$$$$1".repeat(n / 5),
+        "answer$$\\cup".repeat(n / 12),
+        "|\\text{ and } ".repeat(n / 14),
     ];
     for s in &inputs {
         let t = std::time::Instant::now();
@@ -191,6 +338,58 @@ fn adversarial_inputs_are_fast_and_false() {
         let _ = normalize(s);
         assert!(t.elapsed().as_millis() < 2_000, "slow on {:?}…", &s[..20]);
     }
+}
+
+#[test]
+fn answers_past_the_limit_are_their_text() {
+    let prose = "We add the ones up one by one. ".repeat(3000); // ~93K characters before the box
+    let sum = |n: usize| "1+".repeat(n - 1) + "1";
+    // an answer within the limit is read as math, wherever it stands
+    let within = format!("{prose}so \\boxed{{{}}}", sum(2000)); // 3,999 bytes
+    assert!(math_equal(&within, "2000"));
+    // past it, only the same text is equal: the value is not read
+    let past = sum(MAX_ANSWER / 2 + 1);
+    assert!(past.len() > MAX_ANSWER);
+    assert!(math_equal(&past, &past));
+    assert!(math_equal(
+        &format!("{prose}so \\boxed{{{past}}}"),
+        &format!("\\boxed{{ {past} }}")
+    ));
+    assert!(!math_equal(&past, &(MAX_ANSWER / 2 + 1).to_string()));
+    assert!(!math_equal(&past, &format!("{past}+0")));
+}
+
+#[test]
+fn long_collections_cost_a_bounded_number_of_comparisons() {
+    let set = |xs: Vec<String>| format!("\\{{{}\\}}", xs.join(","));
+    let up = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>();
+    let down = |n: usize| (1..=n).rev().map(|i| i.to_string()).collect::<Vec<_>>();
+    // a set of 40 against itself reversed is matched without order (~2.4K comparisons)
+    assert!(math_equal(&set(up(40)), &set(down(40))));
+    // 500 elements need ~190K: past the budget, not equal, both ways, and fast
+    let (a, b) = (set(up(500)), set(down(500)));
+    let t = std::time::Instant::now();
+    assert!(!math_equal(&a, &b) && !math_equal(&b, &a));
+    assert!(math_equal(&a, &a)); // the same text still is
+                                 // sets of sets: the budget is shared by the whole comparison
+    let nested = |rev: bool| {
+        let inner = |k: usize| {
+            let xs: Vec<String> = (k..k + 25).map(|i| i.to_string()).collect();
+            set(if rev {
+                xs.into_iter().rev().collect()
+            } else {
+                xs
+            })
+        };
+        let outer: Vec<String> = (0..25).map(inner).collect();
+        set(if rev {
+            outer.into_iter().rev().collect()
+        } else {
+            outer
+        })
+    };
+    assert!(!math_equal(&nested(false), &nested(true)));
+    assert!(t.elapsed().as_millis() < 500, "slow: {:?}", t.elapsed());
 }
 
 proptest! {
@@ -307,6 +506,42 @@ const FRAGMENTS: &[&str] = &[
     "\\",
     "é",
     "中",
+    "\\boxed{1} and ",
+    "$\\boxed{2}$ or ",
+    "\\[",
+    "\\]",
+    "\\(",
+    "\\)",
+    "$$",
+    "The answer is ",
+    "Answer: ",
+    "#### ",
+    " the cat ",
+    "\n",
+    ". ",
+    "$5 ",
+    "<=",
+    ">=",
+    "!=",
+    " and ",
+    "or",
+    ":",
+    "{,}",
+    "\\approx",
+    "\\sum_{k=1}^{3}",
+    "\\prod_{i=1}^{n}",
+    "\\begin{align*}",
+    "\\end{align*}",
+    "&=",
+    "AB",
+    "|PQ|",
+    "(p,q)",
+    "sqrt",
+    "pi",
+    "β",
+    "≠",
+    "\\pia",
+    "2^{5000}",
 ];
 
 /// A cargo-fuzz-free fuzz: long random LaTeX made of the fragments the parser cares about (deeper
@@ -331,5 +566,31 @@ fn random_latex_never_panics() {
         let _ = math_equal(shorts[round % shorts.len()], &s);
         let once = normalize(&s);
         assert_eq!(normalize(&once), once, "normalize not idempotent on {s:?}");
+    }
+}
+
+/// Letters that would read back as a bare word (`and`, `pi`, `sqrt`) render apart.
+#[test]
+fn products_of_letters_render_apart() {
+    for s in [
+        "s q r t",
+        "p i",
+        "a n d",
+        "\\text{pi}",
+        "sqrtx",
+        "x\\,pi",
+        "2 p i",
+        "l n(2)",
+    ] {
+        let once = normalize(s);
+        assert_eq!(normalize(&once), once, "{s:?} -> {once:?}");
+    }
+}
+
+/// The synonym names the command set knows are the ones the tokenizer maps.
+#[test]
+fn synonym_names_are_mapped() {
+    for name in lex::SYNONYMS {
+        assert!(lex::synonym(name).is_some(), "{name}");
     }
 }

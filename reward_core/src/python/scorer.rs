@@ -295,7 +295,7 @@ impl PyScorer {
         })
     }
 
-    /// `check_math_answer` over a batch (issue #13): the GIL is released while judging.
+    /// `check_math_answer` over a batch: the GIL is released while judging.
     fn check_math(
         &self,
         py: Python<'_>,
