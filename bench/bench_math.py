@@ -198,8 +198,8 @@ def adversarial(n: int = 100_000) -> dict[str, str]:
     }
 
 
-#: Inputs whose answer is read as math right up to ``math_equal``'s limit (an answer past 4 KiB is
-#: compared as text): ~96K characters of prose, then a box holding 4,000 characters of one of the
+#: Inputs whose answer is read as math right up to ``math_equal``'s limit (an answer past 2 KiB is
+#: compared as text): ~98K characters of prose, then a box holding 2,000 characters of one of the
 #: shapes above, the most the tokenizer and the parser are ever given.
 AT_THE_LIMIT = (
     "matrix products",
@@ -228,14 +228,14 @@ def adversarial_inputs() -> dict[str, str]:
     out = adversarial()
     prose = "We add the ones up one by one, and then we check the sum. " * 1800
     for name in AT_THE_LIMIT:
-        box = f"so \\boxed{{{_at_most(name, 4_000)}}}"
+        box = f"so \\boxed{{{_at_most(name, 2_000)}}}"
         out[f"prose, then {name} boxed (at the limit)"] = prose[: 100_000 - len(box)] + box
     return out
 
 
 def adversarial_pairs() -> dict[str, tuple[str, str]]:
-    """Two long answers against each other, both within the answer limit: collections matched
-    without order, pair by pair (the comparison budget bounds them)."""
+    """Two long answers against each other, each within the answer limit (2 KiB): collections
+    matched without order, pair by pair (the comparison budget bounds them)."""
 
     def sets(n: int, rev: bool) -> str:
         xs = [str(i) for i in range(1, n + 1)]
@@ -245,13 +245,13 @@ def adversarial_pairs() -> dict[str, tuple[str, str]]:
         inner = ["\\{" + ",".join(map(str, range(k, k + 25)[:: -1 if rev else 1])) + "\\}" for k in range(25)]
         return "\\{" + ",".join(reversed(inner) if rev else inner) + "\\}"
 
-    labelled = [f"x_{{{i}}}={i}" for i in range(1, 300)]
-    intervals = [f"[{i},{i + 1}]" for i in range(0, 600, 2)]
+    labelled = [f"x_{{{i}}}={i}" for i in range(1, 160)]
+    intervals = [f"[{i},{i + 1}]" for i in range(0, 300, 2)]
     return {
         "a set of 500 against it reversed": (sets(500, False), sets(500, True)),
-        "300 labelled values against them reversed": (",".join(labelled), ",".join(reversed(labelled))),
+        "160 labelled values against them reversed": (",".join(labelled), ",".join(reversed(labelled))),
         "a set of 25 sets of 25 against it reversed": (nested(False), nested(True)),
-        "a union of 300 intervals against it reversed": (
+        "a union of 150 intervals against it reversed": (
             "\\cup".join(intervals),
             "\\cup".join(reversed(intervals)),
         ),

@@ -112,6 +112,12 @@ const UNITS: &[&str] = &[
 ];
 
 /// Environments that only lay out display math (as `braced_word` reads their names).
+/// Whether `name` (the letters of an environment's name) is a display environment, which only
+/// delimits its lines.
+pub(crate) fn is_display_env(name: &str) -> bool {
+    DISPLAY_ENVS.contains(&name)
+}
+
 const DISPLAY_ENVS: &[&str] = &[
     "align", "aligned", "equation", "eqnarray", "gather", "gathered", "multline", "split",
 ];

@@ -137,8 +137,9 @@
 //!
 //! # Limits (what keeps every judgement linear)
 //! Texts are read up to 1 MiB ([`lex::MAX_LEN`]) to find their answer, and an answer of more than
-//! [`MAX_ANSWER`] bytes (4 KiB; the longest of ~99K answers and solutions in MATH, DAPO and GSM8K
-//! is 621, of 3,782 model completions 663) is not read as math: it equals only the same text. In an
+//! [`MAX_ANSWER`] bytes (2 KiB; the longest of ~99K answers and solutions in MATH, DAPO and GSM8K
+//! is 621, of 3,782 model completions 663; long display math counts from where its last line
+//! starts) is not read as math: it equals only the same text. In an
 //! answer, groups nest at most [`parse::MAX_DEPTH`] deep; a `±` expression expands to at most 8
 //! values; collections hold at most [`parse::MAX_ITEMS`] elements (lists of at most 64 are grouped
 //! by label); at most 64 boxes or segments join; exact values have at most 16 terms of `i128`
@@ -184,7 +185,7 @@ fn answer_tokens(s: &str) -> Vec<Tok> {
 /// The tokens of an extracted answer (see [`answer_tokens`]).
 fn tokens_of(ans: &extract::Answer) -> Vec<Tok> {
     let piece_tokens = |p: &extract::Piece| {
-        let t = lex::tokenize(trailing_words(p.text));
+        let t = lex::tokenize(trailing_words(piece_text(p)));
         if p.display {
             last_line(t)
         } else {
@@ -333,12 +334,64 @@ fn parse_tokens(toks: &[Tok]) -> Option<Item> {
 /// `bench/math_kinds.py` is 621 bytes, of 3,782 completions of Qwen2.5-Coder-1.5B and Gemma-3-270M
 /// 663 (a loop); a longer one is compared by its text, which bounds the tokenizer and the parser
 /// to a few thousand characters (~1 ms at worst) whatever the length of the input.
-pub const MAX_ANSWER: usize = 4 << 10;
+pub const MAX_ANSWER: usize = 2 << 10;
 
 /// The pieces of an answer longer than [`MAX_ANSWER`], trimmed; None for a shorter one.
 fn long_answer<'a>(ans: &extract::Answer<'a>) -> Option<Vec<&'a str>> {
-    let len: usize = ans.pieces.iter().map(|p| p.text.len()).sum();
+    let len: usize = ans.pieces.iter().map(|p| piece_text(p).len()).sum();
     (len > MAX_ANSWER).then(|| ans.pieces.iter().map(|p| p.text.trim()).collect())
+}
+
+/// The text of a piece that is read: all of it, but for display math longer than [`MAX_ANSWER`]
+/// only from where its last line starts (see [`display_tail`]).
+fn piece_text<'a>(p: &extract::Piece<'a>) -> &'a str {
+    if p.display && p.text.len() > MAX_ANSWER {
+        display_tail(p.text)
+    } else {
+        p.text
+    }
+}
+
+/// Display math cut to where its last line starts: after its last row break `\\` outside a
+/// matrix that has something after it, the line [`last_line`] keeps. So a long `align*` still
+/// states its last line (one forward pass).
+fn display_tail(text: &str) -> &str {
+    let b = text.as_bytes();
+    // the end of the last character that is neither spacing nor a backslash
+    let content = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace() && *c != b'\\')
+        .map_or(0, |k| k + 1);
+    let (mut depth, mut cut, mut i) = (0usize, 0usize, 0usize);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let rest = &text[i + 1..];
+        if let Some(env) = rest
+            .strip_prefix("begin{")
+            .or_else(|| rest.strip_prefix("end{"))
+        {
+            let name: String = env
+                .chars()
+                .take_while(|c| *c != '}')
+                .take(32)
+                .filter(char::is_ascii_alphabetic)
+                .collect();
+            if !lex::is_display_env(&name) {
+                depth = if rest.starts_with('b') {
+                    depth + 1
+                } else {
+                    depth.saturating_sub(1)
+                };
+            }
+        } else if rest.starts_with('\\') && depth == 0 && i + 2 < content {
+            cut = i + 2;
+        }
+        i += 2; // the backslash and the character after it
+    }
+    &text[cut..]
 }
 
 /// Whether `pred` is a correct answer for `gold` (see the module docs for the rules).

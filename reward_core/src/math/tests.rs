@@ -345,8 +345,8 @@ fn answers_past_the_limit_are_their_text() {
     let prose = "We add the ones up one by one. ".repeat(3000); // ~93K characters before the box
     let sum = |n: usize| "1+".repeat(n - 1) + "1";
     // an answer within the limit is read as math, wherever it stands
-    let within = format!("{prose}so \\boxed{{{}}}", sum(2000)); // 3,999 bytes
-    assert!(math_equal(&within, "2000"));
+    let within = format!("{prose}so \\boxed{{{}}}", sum(1000)); // 1,999 bytes
+    assert!(math_equal(&within, "1000"));
     // past it, only the same text is equal: the value is not read
     let past = sum(MAX_ANSWER / 2 + 1);
     assert!(past.len() > MAX_ANSWER);
@@ -357,6 +357,13 @@ fn answers_past_the_limit_are_their_text() {
     ));
     assert!(!math_equal(&past, &(MAX_ANSWER / 2 + 1).to_string()));
     assert!(!math_equal(&past, &format!("{past}+0")));
+    // long display math is read from where its last line starts
+    let lines = "x &= 1 + 1 + 1 \\\\\n".repeat(200); // ~3.6K
+    let align = format!("So \\[\\begin{{align*}} {lines} &= 5 \\end{{align*}}\\]");
+    assert!(align.len() > MAX_ANSWER && math_equal(&align, "5") && !math_equal(&align, "3"));
+    let m = "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}";
+    let align = format!("So \\[\\begin{{align*}} {lines} &= {m} \\end{{align*}}\\]");
+    assert!(math_equal(&align, m));
 }
 
 #[test]
