@@ -150,7 +150,7 @@ def main() -> None:
 
     lines = [
         "",
-        f"_Last run: {len(cases)} cases, each judged both ways; worst adversarial 100K-char input "
+        f"_Last run: {len(cases)} cases, each judged both ways; worst adversarial input "
         f"{worst[0]['wall_median_ms']:.2f} ms wall clock ({worst[0]['input']}), {quiet['cpu_min_ms']:.2f} ms "
         f"CPU time ({quiet['input']}), load average {worst[0]['load']} on {os.cpu_count()} CPUs._",
         "",

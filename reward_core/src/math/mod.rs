@@ -128,9 +128,10 @@
 //!   13,000 tokens to read again), labels permuted against an unlabelled tuple (`(q,p) = (2,3)` ≠
 //!   `(3,2)`: nothing says the gold is `(p, q)`), `and` of inequalities as an intersection
 //!   (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
-//! - Two collections that take more than [`cmp::MAX_COMPARISONS`] comparisons to match without
-//!   order: a set of 40 against itself reversed is equal (~2.4K), one of 500 is not (~190K;
-//!   MATH's longest lists have about ten elements). The same text is still equal.
+//! - Collections of more than [`parse::MAX_ITEMS`] (64) elements, and two collections that take
+//!   more than [`cmp::MAX_COMPARISONS`] comparisons to match without order: a set of 40 against
+//!   itself reversed is equal (~2.4K comparisons), 25 sets of 25 against them reversed are not
+//!   (MATH's longest lists have about ten elements). The same text is still equal.
 //!
 //! `math_equal(a, a)` holds for every `a` with non-empty normalised text, and `math_equal` is
 //! symmetric.

@@ -15,7 +15,7 @@ pub const MAX_DEPTH: usize = 48;
 /// Most values a ± expression expands to.
 const MAX_BRANCHES: usize = 8;
 /// Most elements of a tuple, set, list or matrix.
-pub const MAX_ITEMS: usize = 512;
+pub const MAX_ITEMS: usize = 64;
 /// Most terms of a sum, and factors of a product: no answer is longer (past it, only the text
 /// can make an answer equal).
 const MAX_TERMS: usize = 4096;
