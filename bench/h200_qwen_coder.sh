@@ -146,16 +146,24 @@ case "${1:-}" in
       --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1; stamp "evalX exit $?"
     wait "$a"; stamp "evalA exit $?"; touch "$W/eval.done"
     ;;
-  solo)  # A alone: the GPU to itself (side by side with B, A's median step was 7.8 s against 3.3-4.5 s alone)
-    config; rm -rf "$W/runs/A"; cp -r "$W/runs/sft" "$W/runs/A"
+  solo)  # A alone: the GPU to itself (side by side with B, A's median step was 7.8 s against 3.3-4.5 s alone),
+    # then, side by side (their timings are not the measurement): GSM8K base/SFT/GRPO in one call, MATH500 of
+    # SFT and A, and C (Unsloth + fast_inference, C_STEPS steps) for its IS ratio
+    config; rm -rf "$W/runs/A" "$W/runs/C"; cp -r "$W/runs/sft" "$W/runs/A"; cp -r "$W/runs/sft" "$W/runs/C"
     stamp "A (solo) start"
     until_deadline A "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on
     stamp "A done: $(grep -E '^(grpo done|interrupted)' "$W/A.log" | tail -1)"
-    grpo eval --run "$W/runs/A" --source "$W/data/gsm8k/test.jsonl" --models base,sft,grpo --engine vllm \
-      --max-new-tokens 384 > "$W/evalA.log" 2>&1; stamp "evalA exit $?"
-    python3 bench/eval_checkpoints.py --a "$W/runs/A" --gsm8k "$W/data/gsm8k/test.jsonl" \
-      --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1; stamp "evalX exit $?"
-    touch "$W/solo.done"
+    ( grpo eval --run "$W/runs/A" --source "$W/data/gsm8k/test.jsonl" --models base,sft,grpo --engine vllm \
+        --max-new-tokens 384 > "$W/evalA.log" 2>&1; stamp "evalA exit $?" ) & a=$!
+    sleep 60  # one engine at a time through vLLM's memory profiling
+    ( python3 bench/eval_checkpoints.py --a "$W/runs/A" --gsm8k "$W/data/gsm8k/test.jsonl" \
+        --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1
+      stamp "evalX exit $?" ) & x=$!
+    sleep 60
+    until_deadline C "${C_SECONDS:-420}" python3 -m cli grpo --run "$W/runs/C" --config "$W/unsloth.yaml" \
+      --backend unsloth --vllm on
+    stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"
+    wait "$a" "$x"; touch "$W/solo.done"
     ;;
   chain)
     bash "$0" prep "${2:?parts dir}" && bash "$0" train && bash "$0" eval; stamp "chain exit $?"; touch "$W/chain.done"
