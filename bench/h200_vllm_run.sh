@@ -13,6 +13,9 @@
 # Same-call overhead: ORDER='plain auto plain auto eval' STEPS=6  (SMI_GPU: the nvidia-smi index to sample; nvidia-smi ignores CUDA_VISIBLE_DEVICES)
 set -uo pipefail
 out=${1:?usage: h200_vllm_run.sh OUTDIR}; steps=${STEPS:-5}
+# A cold first run (Unsloth and Triton compiles, vLLM's start) took over 300 s on 2026-12-01 while the host's CPUs
+# were busy; each run gets RUN_TIMEOUT seconds.
+limit=${RUN_TIMEOUT:-480}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
@@ -31,17 +34,17 @@ for name in ${ORDER:-off auto u06 plain}; do
   rm -rf "/tmp/vruns/$tag"; cp -r /tmp/vruns/base "/tmp/vruns/$tag"
   s=$(date +%s); smi=$(sample "$tag")
   case $name in
-    off) timeout 300 python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm off > "$out/$tag.log" 2>&1 ;;
-    auto) timeout 300 python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm on > "$out/$tag.log" 2>&1 ;;
-    u06) timeout 300 python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm on --config /tmp/vruns/u06.yaml \
+    off) timeout "$limit" python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm off > "$out/$tag.log" 2>&1 ;;
+    auto) timeout "$limit" python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm on > "$out/$tag.log" 2>&1 ;;
+    u06) timeout "$limit" python3 -m cli grpo --run "/tmp/vruns/$tag" "${common[@]}" --vllm on --config /tmp/vruns/u06.yaml \
            > "$out/$tag.log" 2>&1 ;;
     plain)
       util=$(python3 -c "import json; print([json.loads(l) for l in open('/tmp/vruns/auto/logs/metrics.jsonl') if 'grpo_summary' in l][-1]['vllm_gpu_memory_utilization'])" 2>/dev/null || echo "${PLAIN_UTIL:-0.0894}")
-      UNSLOTH_VLLM_STANDBY=1 UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1 timeout 300 python3 bench/h200_grpo_plain.py \
+      UNSLOTH_VLLM_STANDBY=1 UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1 timeout "$limit" python3 bench/h200_grpo_plain.py \
         --model /tmp/q4b --steps "$steps" --gens 8 --completion-len 1024 --gpu-memory-utilization "$util" \
         --out /tmp/plain > "$out/$tag.log" 2>&1 ;;
     eval)  # grpo eval through vLLM on the Qwen3-shaped model: base and the GRPO adapter of the first auto run
-      timeout 300 python3 -m cli eval --run /tmp/vruns/auto --models base,grpo --limit 64 --max-new-tokens 128 \
+      timeout "$limit" python3 -m cli eval --run /tmp/vruns/auto --models base,grpo --limit 64 --max-new-tokens 128 \
         --engine vllm > "$out/$tag.log" 2>&1 ;;
   esac
   rc=$?; kill "$smi" 2>/dev/null

