@@ -56,8 +56,13 @@ def training(rows: list[dict[str, Any]]) -> dict[str, Any]:
         # where a step's time goes (the trainer's phase clock), medians over steps
         "phase_seconds_median": {
             k.removeprefix("phase_").removesuffix("_s"): med(k)
-            for k in ("phase_generate_s", "phase_logprobs_s", "phase_loss_s", "phase_backward_s",
-                      "phase_train_step_s")
+            for k in (
+                "phase_generate_s",
+                "phase_logprobs_s",
+                "phase_loss_s",
+                "phase_backward_s",
+                "phase_train_step_s",
+            )
             if med(k) is not None
         },  # fmt: skip
         "tokens_per_step": round((rows[-1]["num_tokens"] - rows[0]["num_tokens"]) / max(len(rows) - 1, 1))

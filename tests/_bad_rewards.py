@@ -15,7 +15,8 @@ def nan_none_inf(completions: list[Any], **kwargs: Any) -> list[float | None]:
 
 
 def never_returns(completions: list[Any], **kwargs: Any) -> list[float]:
-    """Issue 11 row 8: a reward stuck for good (a lost lock, a dead server without a socket timeout)."""
+    """Hardening, round 1 (docs/history.md): a reward stuck for good (a lost lock, a dead server without a
+    socket timeout)."""
     import time
 
     while True:

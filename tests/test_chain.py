@@ -1,4 +1,4 @@
-"""The README's chain, exactly as written, offline on the bundled data (issue #15):
+"""The README's chain, exactly as written, offline on the bundled data (docs/history.md "First runs"):
 
     grpo prep dapo → grpo sft → grpo grpo --gens 4 → grpo export --gguf q4_k_m → grpo chat
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import grpo_cli, metrics, needs_gguf, ok
 
-# What the libraries printed on every heavy command before issue #15.
+# What the libraries printed on every heavy command before the first runs (docs/history.md).
 NOISE = (
     "_pytree",  # torch deprecation lines
     "gemm_4bit_forward",  # bitsandbytes on the CPU

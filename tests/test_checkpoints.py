@@ -32,7 +32,8 @@ def test_latest_checkpoint_picks_the_highest_whole_step(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "why"),
     [
-        # Issue 24 row 3: valid weights, 0-byte trainer_state.json and adapter_config.json.
+        # Hardening, round 2 (docs/history.md), row 3: valid weights, 0-byte trainer_state.json and
+        # adapter_config.json.
         (lambda c: [(c / n).write_bytes(b"") for n in ("trainer_state.json", "adapter_config.json")],
          "trainer_state.json is corrupt (empty: a write cut short)"),
         # Row 4: the trainer state cut off after 17 bytes.
@@ -71,8 +72,9 @@ def test_attempts_keep_checkpoints_apart_and_resume_the_most_recent(tmp_path: Pa
     with pytest.raises(GrpoError, match="no checkpoint"):
         plan_attempt(ckpts, resume=True)
     assert plan_attempt(ckpts, resume=False) == (1, ckpts / "attempt-1", None)
-    # Issue #15's run: an earlier attempt left checkpoint-16 (here in the flat layout of older runs), the
-    # next attempt was interrupted at step 4: --resume must continue that one, not checkpoint-16.
+    # The first runs (docs/history.md): an earlier attempt left checkpoint-16 (here in the flat layout of
+    # older runs), the next attempt was interrupted at step 4: --resume must continue that one, not
+    # checkpoint-16.
     _ckpt(ckpts, 16)
     n, folder, _ = plan_attempt(ckpts, resume=False)
     assert (n, folder) == (2, ckpts / "attempt-2")

@@ -1,7 +1,7 @@
 """cli/config/schema.py: values are coerced to their declared types or refused with the key, before any work.
 
-Issue 11 rows 4 and 5: `grpo: {learning_rate: 1e-3}` (YAML 1.1 reads a string), `max_steps: "two"`,
-negative rates and `max_steps: -5` were accepted, saved into the run's config.yaml and failed later
+Hardening, round 1 (docs/history.md): `grpo: {learning_rate: 1e-3}` (YAML 1.1 reads a string), `max_steps:
+"two"`, negative rates and `max_steps: -5` were accepted, saved into the run's config.yaml and failed later
 (or trained a whole epoch).
 """
 
@@ -96,7 +96,8 @@ def test_a_bad_config_changes_nothing_in_the_run(tmp_path: Path) -> None:
 
 
 def test_a_missing_local_model_is_not_taken_for_a_hub_id(tmp_path: Path, monkeypatch) -> None:
-    """Issue 11 row 13: `--model models/doesnotexist` was sent to the hub as a repo id."""
+    """Hardening, round 1 (docs/history.md): `--model models/doesnotexist` was sent to the hub as a repo
+    id."""
     from cli.models.resolve import resolve_model
     from cli.run.rundir import RunDir
 
@@ -116,8 +117,9 @@ def test_a_missing_local_model_is_not_taken_for_a_hub_id(tmp_path: Path, monkeyp
 
 
 def test_a_model_folder_s_own_code_never_runs(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
-    """Issue 11 row 3: a config.json with `auto_map` made transformers ask "run the custom code? [y/N]"
-    and run it on "y". Loading is trust_remote_code=False everywhere: one clear line, no question."""
+    """Hardening, round 1 (docs/history.md): a config.json with `auto_map` made transformers ask "run the
+    custom code? [y/N]" and run it on "y". Loading is trust_remote_code=False everywhere: one clear line, no
+    question."""
     import builtins
     import json
     import shutil

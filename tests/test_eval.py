@@ -122,7 +122,7 @@ def test_eval_bad_inputs(run_dir, tmp_path):
     assert not (run / "eval").exists()
     run = copy_run(run_dir, tmp_path / "run-no-sft")
     shutil.rmtree(run / "sft" / "adapter")
-    # Issue #12: this once ended in UnboundLocalError ('rewards_source') after loading the base model.
+    # This once ended in UnboundLocalError ('rewards_source') after loading the base model.
     assert "grpo sft" in one_error_line(invoke("eval", "--run", run, "--models", "sft"))
     assert not (run / "eval").exists()
     run = copy_run(run_dir, tmp_path / "run2")

@@ -1,4 +1,5 @@
-"""Issue 11 row 12: `grpo export --allow-zero`, and an export whose run directory or --out is read-only.
+"""Hardening, round 1 (docs/history.md): `grpo export --allow-zero`, and an export whose run directory or
+--out is read-only.
 
 Before: the artifacts were written, then the command exited 1 (zero tensors) or 2 (the manifest could
 not be written). Now a destination that cannot be written is refused before anything is built (one line,

@@ -1,4 +1,5 @@
-"""Fault injection: SIGKILL at random moments never leaves a run that cannot go on (issue 11, item 2).
+"""Fault injection: SIGKILL at random moments never leaves a run that cannot go on (docs/history.md, hardening
+round 1).
 
 `grpo grpo --save-steps 1` is killed 20 times at random moments after training starts (loading, steps,
 saves) and resumed each time: every `checkpoint-N` left on disk is whole, each resume starts from the last

@@ -1,4 +1,4 @@
-"""Hardening, round 2 (issue 24): one test per row of its table, on the tiny model.
+"""Hardening, round 2 (docs/history.md): one test per row of its table, on the tiny model.
 
 Each refusal is asserted as the user sees it: one ``error:`` line (its words), the exit code, the run
 directory byte for byte as it was (the command's own section of logs/grpo.log aside), and a time bound a

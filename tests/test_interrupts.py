@@ -1,4 +1,5 @@
-"""Issue 11 row 8: a custom reward that never returns, and Ctrl-C in a stuck reward or between steps.
+"""Hardening, round 1 (docs/history.md): a custom reward that never returns, and Ctrl-C in a stuck reward or
+between steps.
 
 Custom rewards run under ``grpo.reward_timeout`` (one line naming the reward, the run directory as it was);
 Ctrl-C is honoured within seconds even inside a stuck reward; a run stopped by Ctrl-C leaves its adapter

@@ -341,8 +341,9 @@ def test_offline_gsm8k_falls_back_to_bundled_sample(runner, tiny_run):
 
 
 def test_offline_dapo_uses_the_bundled_sample_and_adds_the_warmup_set(runner, tiny_run):
-    # Issue #15: `grpo prep dapo` as the README writes it, offline. DAPO rows have no worked solutions,
-    # so the stage-1 warm-up set comes along (seed 000: OpenMathReasoning-mini; offline: GSM8K's).
+    # The first runs (docs/history.md): `grpo prep dapo` as the README writes it, offline. DAPO rows have no
+    # worked solutions, so the stage-1 warm-up set comes along (seed 000: OpenMathReasoning-mini; offline:
+    # GSM8K's).
     result = prep(runner, tiny_run, "dapo", "--eval-size", "10")
     assert result.exit_code == 0, result.output
     assert "bundled sample dapo_math.parquet" in result.output

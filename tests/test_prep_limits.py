@@ -1,6 +1,6 @@
-"""Issue 11 rows 9 and 10: prep refuses absurd input without reading it whole, and keeps only prompts that
-leave room for a completion. Each failure is one line naming the file (and line), exit 2, and the run
-directory as it was."""
+"""Hardening, round 1 (docs/history.md): prep refuses absurd input without reading it whole, and keeps only
+prompts that leave room for a completion. Each failure is one line naming the file (and line), exit 2, and the
+run directory as it was."""
 
 from __future__ import annotations
 

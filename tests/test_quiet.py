@@ -18,7 +18,7 @@ def test_library_noise_goes_to_the_run_log(tmp_path: Path, capsys: pytest.Captur
     run = tmp_path / "run"
     undo = quiet.install(run, "sft")
     try:
-        # What torch, bitsandbytes, Unsloth and transformers do while a command runs (issue #15).
+        # What torch, bitsandbytes, Unsloth and transformers do while a command runs (docs/history.md).
         warnings.warn("torch.utils._pytree._register_pytree_node is deprecated", FutureWarning, stacklevel=1)
         assert not run.exists()  # the log never makes the run directory: the command does, under its lock
         run.mkdir()  # (`grpo prep` makes a new one); what was said before waits, then lands in the log

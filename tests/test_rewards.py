@@ -270,7 +270,8 @@ def test_make_reward_funcs_checks() -> None:
         ("match_format_exactly", None, None, ValueError, "completions is required"),
         ("match_format_exactly", "text", None, TypeError, "got a single str"),
         ("strict_format_reward_func", [[]], None, TypeError, r"completions\[0\] must be a str"),
-        # A dict was scored over its keys (issue 11 row 14); a set has no order to pair with answers.
+        # A dict was scored over its keys (docs/history.md, hardening round 1); a set has no order to pair
+        # with answers.
         (
             "match_format_exactly",
             {OK(1): 1},

@@ -29,7 +29,8 @@ def umask_022():
 
 
 def test_files_and_folders_follow_the_umask(tmp_path: Path, umask_022) -> None:
-    """Issue 11 row 11: temp-file writes left 0600 files and 0700 folders in a shared run directory."""
+    """Hardening, round 1 (docs/history.md): temp-file writes left 0600 files and 0700 folders in a shared run
+    directory."""
     atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
     assert stat.S_IMODE((tmp_path / "config.yaml").stat().st_mode) == 0o644
     with atomic_dir(tmp_path / "eval") as tmp:
@@ -41,7 +42,8 @@ def test_files_and_folders_follow_the_umask(tmp_path: Path, umask_022) -> None:
 
 
 def test_metrics_stay_strict_json(tmp_path: Path) -> None:
-    """Issue 11 row 7: an infinite reward was written as `Infinity`, which is not JSON."""
+    """Hardening, round 1 (docs/history.md): an infinite reward was written as `Infinity`, which is not
+    JSON."""
     run = RunDir(tmp_path / "run")
     run.log_metrics(
         {
@@ -73,8 +75,9 @@ def _holder(run: Path) -> subprocess.Popen:
 
 
 def test_one_writer_per_run_directory(tmp_path: Path) -> None:
-    """Issue 11 row 2: two `grpo grpo` on one run both exited 0 with their files mixed. The second now stops
-    with one line naming the holder and changes nothing; a lock left by a killed process is taken over."""
+    """Hardening, round 1 (docs/history.md): two `grpo grpo` on one run both exited 0 with their files mixed.
+    The second now stops with one line naming the holder and changes nothing; a lock left by a killed process
+    is taken over."""
     from helpers import fails_fast
 
     run = tmp_path / "run"

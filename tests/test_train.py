@@ -246,7 +246,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(prepped: Path, tmp_path: Pa
     ckpts = list((run / "grpo" / "checkpoints" / "attempt-1").glob("checkpoint-*"))
     assert ckpts and (ckpts[0] / "adapter_model.safetensors").is_file()
     # The stage leaves its adapter from the checkpoint's weights, and the manifest says where it stopped
-    # (issue 11: `grpo eval` / `grpo export` found no GRPO adapter after a Ctrl-C).
+    # (docs/history.md, hardening round 1: `grpo eval` / `grpo export` found no GRPO adapter after a Ctrl-C).
     assert (run / "grpo" / "adapter" / "adapter_model.safetensors").is_file()
     step = manifest(run)["stages"]["grpo"]["interrupted_at_step"]
     assert (run / "grpo" / "checkpoints" / "attempt-1" / f"checkpoint-{step}").is_dir()

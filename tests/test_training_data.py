@@ -19,7 +19,8 @@ def test_sft_on_a_set_without_worked_solutions_says_so(tmp_path: Path) -> None:
 
     run = RunDir(tmp_path / "r")
     run.data_dir.mkdir(parents=True)
-    # What `grpo prep dapo --source` wrote before issue #15: DAPO rows carry no solution at all.
+    # What `grpo prep dapo --source` wrote before the first runs (docs/history.md): DAPO rows carry no
+    # solution at all.
     pd.DataFrame(
         {"question": ["q1", "q2"], "answer": ["1", "2"], "solution": pd.Series([None, None], dtype=object)}
     ).to_parquet(run.data_dir / "train.parquet")

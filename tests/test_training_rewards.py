@@ -57,7 +57,8 @@ def test_malformed_scores_name_the_reward(returned, message: str) -> None:
 
 @pytest.mark.slow
 def test_a_run_whose_rewards_all_fail_saves_nothing(prepped: Path, tmp_path: Path) -> None:
-    """Issue 11 row 6: training ran on NaN, then wrote grpo/adapter without a manifest entry."""
+    """Hardening, round 1 (docs/history.md): training ran on NaN, then wrote grpo/adapter without a manifest
+    entry."""
     run = fresh_copy(prepped, tmp_path)
     proc = grpo_cli(
         "grpo",

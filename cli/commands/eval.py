@@ -74,8 +74,8 @@ def eval_(
     checkpoints = [m for m in wanted if m == "base" or m in adapters]
     skipped = [m for m in wanted if m not in checkpoints]
     if not checkpoints:
-        # Issue #12: `--models sft` on a run without an SFT adapter once failed with UnboundLocalError
-        # after loading the base model; now it says what to run, before any model loads.
+        # `--models sft` on a run without an SFT adapter once failed with UnboundLocalError after loading
+        # the base model (docs/history.md "Structure"); now it says what to run, before any model loads.
         raise GrpoError(
             f"nothing to score: no {' or '.join(skipped)} adapter in {rd.path}: "
             f"run `grpo {skipped[0]} --run {rd.path}` first, or add base to --models"

@@ -1,9 +1,9 @@
 """Quiet by default: what the libraries say goes to ``<run>/logs/grpo.log``, not the terminal.
 
-Issue #15: every heavy command printed torch ``_pytree`` deprecation lines, bitsandbytes' "Failed to load
-CPU gemm_4bit_forward … pip install kernels", the Unsloth banner, transformers' "generation call has
-exceeded the model's predefined maximum length" and five tqdm bars from ``datasets`` — in `grpo chat`, in
-the middle of the conversation. Here, for the length of one command:
+Once (docs/history.md "First runs") every heavy command printed torch ``_pytree`` deprecation lines,
+bitsandbytes' "Failed to load CPU gemm_4bit_forward … pip install kernels", the Unsloth banner, transformers'
+"generation call has exceeded the model's predefined maximum length" and five tqdm bars from ``datasets`` — in
+`grpo chat`, in the middle of the conversation. Here, for the length of one command:
 
 - ``sys.stdout``/``sys.stderr`` are the log file, so Python warnings, banners printed at import (Unsloth's)
   and the log handlers libraries bind to ``sys.stderr`` when imported all land there, while our own
