@@ -18,7 +18,8 @@ logits in float32. That is the wrong number to compare with the rollout engine's
 :func:`install_lm_head` puts our own head in front of TRL's (the same ``fused_lm_head=True`` call, the
 same outputs): it runs the LM head in the weights' dtype, then scores each token over the
 kept set of the rollout's sampling settings (``Support``), in token chunks under activation
-checkpointing so the ``(tokens, vocab)`` logits never exist whole. The scored token is always counted as
+checkpointing so the ``(tokens, vocab)`` logits never exist whole (on a CPU, small batches keep them:
+time is what runs short there). The scored token is always counted as
 kept (a boundary disagreement stays finite). With no truncation and float32 weights it is the plain
 log-softmax, which is also what runs on a CPU, where TRL's Triton kernel has no driver.
 
@@ -97,7 +98,8 @@ def _scored_chunk(
         z = z * logit_scale
     if softcap:
         z = softcap * torch.tanh(z / softcap)
-    z = z / support.temperature
+    if support.temperature != 1.0:
+        z = z / support.temperature
     if support.truncated:
         with torch.no_grad():
             keep = keep_mask(z.detach(), targets, support)
@@ -105,8 +107,11 @@ def _scored_chunk(
     logp = torch.log_softmax(z, dim=-1)
     out = [logp.gather(-1, targets[:, None]).squeeze(-1)]
     if "entropy" in outputs:
-        p = logp.exp()
-        out.append(-(p * logp.nan_to_num(neginf=0.0)).sum(-1))
+        # A logged value, never differentiated: no graph, and a batched dot instead of a (tokens, vocab)
+        # product (the entropy was a sixth of a Gemma-3-270M SFT step on the CPU, vocabulary 262,144).
+        with torch.no_grad():
+            lp = logp.nan_to_num(neginf=0.0) if support.truncated else logp
+            out.append(-torch.bmm(lp.exp().unsqueeze(1), lp.unsqueeze(2)).reshape(-1))
     if "log_sum_sq_probs" in outputs:
         out.append(torch.logsumexp(2 * logp, dim=-1).detach())
     if "mean_logits" in outputs:
@@ -121,6 +126,16 @@ def chunk_rows(vocab: int, cuda: bool) -> int:
     """Tokens per chunk: about 512 MiB of float32 logits on a GPU, 128 MiB on a CPU."""
     budget = (512 if cuda else 128) << 20
     return max(1, budget // (4 * max(vocab, 1)))
+
+
+# On the CPU, logits up to this size are kept for the backward instead of recomputed: memory is not what
+# runs short there, time is (recomputing the head was a sixth of a Gemma-3-270M SFT step, 2 cores).
+CPU_KEEP_BYTES = 1 << 30
+
+
+def recompute(tokens: int, vocab: int, cuda: bool) -> bool:
+    """Whether the backward recomputes the chunks' logits (always on a GPU) rather than keeping them."""
+    return cuda or tokens * vocab * 4 > CPU_KEEP_BYTES
 
 
 def score_tokens(
@@ -140,11 +155,12 @@ def score_tokens(
 
     asked = tuple(k for k in OUTPUTS if k == "log_probs" or k in outputs)
     step = chunk_rows(weight.shape[0], hidden.is_cuda)
+    again = recompute(hidden.shape[0], weight.shape[0], hidden.is_cuda)
     parts: list[tuple[Any, ...]] = []
     for start in range(0, max(hidden.shape[0], 1), step):
         h, t = hidden[start : start + step], targets[start : start + step]
         args = (h, weight, bias, t, support, softcap, logit_scale, asked)
-        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+        if again and torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
             # Recompute the chunk's logits in the backward: they are never kept whole.
             parts.append(checkpoint(_scored_chunk, *args, use_reentrant=False))
         else:
