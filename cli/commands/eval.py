@@ -59,11 +59,16 @@ def eval_(
         dry_run_exit(rd, config, "eval", shown)
     rd.require_exists()
     wanted = [m.strip() for m in opts.models.split(",") if m.strip()]
-    bad = [m for m in wanted if m not in evaluation.LABELS]
+    bad = [m for m in wanted if m not in evaluation.LABELS and m != evaluation.NATIVE]
     if bad or not wanted:
         raise GrpoError(
-            f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} (choose base, sft, grpo)"
+            f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} "
+            "(choose base, base-chat, sft, grpo)"
         )
+    # The base-chat row: when named, or with base on a GPU (on the CPU a base model that never stops costs
+    # minutes a row, so there it is asked for by name).
+    native = True if evaluation.NATIVE in wanted else (None if "base" in wanted else False)
+    wanted = [m for m in wanted if m != evaluation.NATIVE]
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo eval")  # before any work: a run in use is refused in a second
     cfg = run_config(rd, config)
@@ -73,7 +78,7 @@ def eval_(
     rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
     checkpoints = [m for m in wanted if m == "base" or m in adapters]
     skipped = [m for m in wanted if m not in checkpoints]
-    if not checkpoints:
+    if not checkpoints and not native:
         # `--models sft` on a run without an SFT adapter once failed with UnboundLocalError after loading
         # the base model (docs/history.md "Structure"); now it says what to run, before any model loads.
         raise GrpoError(
@@ -92,5 +97,6 @@ def eval_(
         max_new_tokens=opts.max_new_tokens or cfg.grpo.max_completion_length or DEFAULT_MAX_NEW_TOKENS,
         batch_size=opts.batch_size,
         engine=choose_engine(opts.engine),
+        native=native,
     )
     eval_report.write(job, evaluation.run(job), data_label, skipped)

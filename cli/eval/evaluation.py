@@ -135,12 +135,13 @@ class EvalJob:
     # The base row in the model's own chat template: its prompts and the token that ends its turns.
     native_prompts: list[str] = field(default_factory=list)
     native_stops: list[int] = field(default_factory=list)
+    native: bool | None = None  # the base-chat row: asked (True), not (False), with base on a GPU (None)
 
     def stages(self) -> list[str]:
-        """The rows to decode, in table order: the base-chat row follows the base one when there is one."""
+        """The rows to decode, in table order: the base-chat row follows the base one (first without it)."""
         rows = list(self.checkpoints)
-        if self.native_prompts and "base" in rows:
-            rows.insert(rows.index("base") + 1, NATIVE)
+        if self.native_prompts:
+            rows.insert(rows.index("base") + 1 if "base" in rows else 0, NATIVE)
         return rows
 
 
@@ -168,8 +169,14 @@ def run(job: EvalJob) -> Scored:
         base_path = resolve_model(job.cfg, job.rd)
         tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
         job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
-        if "base" in job.checkpoints:
+        if job.native or (job.native is None and "base" in job.checkpoints and _on_gpu()):
             _native_prompts(job, base_path)
+            if job.native and not job.native_prompts:
+                err_console.print(
+                    "[yellow]note:[/] the base model has no chat template of its own: no base-chat row"
+                )
+                if not job.checkpoints:
+                    raise GrpoError("nothing to score: add base, sft or grpo to --models")
         job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
         pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
         decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
@@ -201,6 +208,12 @@ def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder:
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
     return scored
+
+
+def _on_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def _native_prompts(job: EvalJob, base_path: str) -> None:
