@@ -404,14 +404,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 # sized for a GPU (2048-token context, batch 2 x 4, examples up to 1024 tokens): one Gemma-3-270M SFT step
 # of them took ~175 s on 2 cores. Short worked solutions (whole chat <= 220 tokens) teach a small model to
 # close the tags within its budget: 40 steps of 2 reached 65-85 % format after SFT on 20 held-out prompts in
-# three runs (README; the misses greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50). The hf
+# four runs, 60 steps 95 % (the misses greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50);
+# 50 steps of ~9 s on 2 idle cores keep the README's CPU recipe, prep to eval, under 15 minutes. The hf
 # backend is the one measured on the CPU here; 192-token completions cover GSM8K's worked answers (p90
 # ~132 Gemma tokens) and are also `grpo eval`'s default budget. No model: `--model` (or the run's) keeps it.
 PRESETS["cpu"] = {
     "backend": "hf",
     "max_seq_length": 512,
     "sft": {
-        "max_steps": 40,
+        "max_steps": 50,
         "learning_rate": 3e-4,
         "grad_accum": 1,
         "warmup_steps": 3,
