@@ -57,6 +57,12 @@ def test_scores_match_the_reference_values_and_gradients(support: Support) -> No
     ref = _reference(hidden, weight, targets, support)
     assert torch.allclose(ours["log_probs"], ref, atol=1e-5), (ours["log_probs"] - ref).abs().max()
     assert torch.all(ours["log_probs"] <= 1e-6) and torch.all(torch.isfinite(ours["entropy"]))
+    # the entropy of the distribution scored (the kept set's, renormalised), a logged value with no graph
+    logits = (hidden @ weight.t()) / support.temperature
+    kept = keep_mask(logits, targets, support)
+    q = torch.softmax(logits.masked_fill(~kept, -math.inf), -1)
+    entropy = -(q * q.clamp_min(1e-30).log()).sum(-1)
+    assert torch.allclose(ours["entropy"], entropy, atol=1e-4) and not ours["entropy"].requires_grad
     (g_ours,) = torch.autograd.grad(ours["log_probs"].sum(), hidden)
     (g_ref,) = torch.autograd.grad(ref.sum(), hidden)
     assert torch.allclose(g_ours, g_ref, atol=1e-5)

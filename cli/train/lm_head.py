@@ -110,8 +110,9 @@ def _scored_chunk(
         # A logged value, never differentiated: no graph, and a batched dot instead of a (tokens, vocab)
         # product (the entropy was a sixth of a Gemma-3-270M SFT step on the CPU, vocabulary 262,144).
         with torch.no_grad():
+            p = logp.exp()  # 0 outside the kept set
             lp = logp.nan_to_num(neginf=0.0) if support.truncated else logp
-            out.append(-torch.bmm(lp.exp().unsqueeze(1), lp.unsqueeze(2)).reshape(-1))
+            out.append(-torch.bmm(p.unsqueeze(1), lp.unsqueeze(2)).reshape(-1))
     if "log_sum_sq_probs" in outputs:
         out.append(torch.logsumexp(2 * logp, dim=-1).detach())
     if "mean_logits" in outputs:
