@@ -166,10 +166,12 @@ def run(job: EvalJob) -> Scored:
         soft_wrap=True,
     )
     with heartbeat.working(f"eval: loading {job.cfg.model}"):
+        import torch  # after the first line: the command says what it does before the slow imports
+
         base_path = resolve_model(job.cfg, job.rd)
         tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
         job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
-        if job.native or (job.native is None and "base" in job.checkpoints and _on_gpu()):
+        if job.native or (job.native is None and "base" in job.checkpoints and torch.cuda.is_available()):
             _native_prompts(job, base_path)
             if job.native and not job.native_prompts:
                 err_console.print(
@@ -208,12 +210,6 @@ def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder:
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
     return scored
-
-
-def _on_gpu() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
 
 
 def _native_prompts(job: EvalJob, base_path: str) -> None:
