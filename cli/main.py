@@ -94,9 +94,10 @@ app.command("doctor", help=doctor.__doc__)(doctor.doctor)
 
 
 def main() -> None:
-    from cli.run import cpu
+    from cli.run import cpu, lean
 
     cpu.configure()
+    lean.hide()
     app()
 
 

@@ -59,7 +59,7 @@ try:
     main()
 finally:
     with open(report, "w") as f:
-        json.dump(sorted({m.partition(".")[0] for m in sys.modules}), f)
+        json.dump(sorted({m.partition(".")[0] for m, v in sys.modules.items() if v is not None}), f)
 """
 
 

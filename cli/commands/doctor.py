@@ -272,6 +272,9 @@ def doctor(
         ),
     ] = False,
 ) -> None:
+    from cli.run import lean
+
+    lean.release()  # doctor reports what is installed, as installed
     checks: list[Check] = []
     rundir, cfg = _run_and_config(run, config, dry_run, preset, model, checks)
     run_path = rundir.path if rundir.path.is_dir() else None

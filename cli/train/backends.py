@@ -76,6 +76,9 @@ def import_backend(backend: str, *, use_vllm: bool = False) -> None:
     """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires."""
     if backend != "unsloth":
         return
+    from cli.run import lean
+
+    lean.release()  # Unsloth imports bitsandbytes itself
     if use_vllm:
         # Seed 000: vLLM standby frees the rollout engine's memory during the training pass.
         os.environ.setdefault("UNSLOTH_VLLM_STANDBY", "1")

@@ -106,6 +106,10 @@ def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> lis
     dup = next((s for i, s in enumerate(shorts) if s in shorts[:i]), None)
     if dup:
         raise GrpoError(f"reward {dup!r} is listed twice in grpo.rewards")
+    if any("." in n or ":" in n or "cosine" in n for n in names):
+        from cli.run import lean
+
+        lean.release()  # a custom reward, or the cosine one, may need what cli.run.lean kept out
     try:  # the one resolver of reward names and dotted paths: py_rewards.get_reward (through this)
         from py_rewards import make_reward_funcs
     except ImportError as exc:
