@@ -17,7 +17,7 @@ os.environ.pop("GRPO_RUN", None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # The per-test limit of a `slow` test (the others: `timeout` in pyproject.toml). The slowest, grpo killed
-# ten times then resumed, took 462 s on 2 idle cores: 600 s leaves room for a slower CI machine. A test
+# twenty times then resumed: 600 s leaves room for a slower CI machine. A test
 # that needs more says so with its own @pytest.mark.timeout. Limits count an idle machine's seconds, plus an
 # allowance per `grpo` process the test starts (tests/budget.py).
 SLOW_TIMEOUT = 600
