@@ -22,13 +22,23 @@
 #   bash bench/h200_qwen_coder.sh chain PARTS_DIR    # (background) prep, then train, then eval
 #   bash bench/h200_qwen_coder.sh solo               # (background) A alone on the GPU for GRPO_SECONDS, then
 #                                                    #   its evaluations (GSM8K base/SFT/GRPO in one call, MATH500)
+#   bash bench/h200_qwen_coder.sh unsloth            # (background) C alone on the GPU: C_STEPS steps, its IS ratio
+#   bash bench/h200_qwen_coder.sh dynamic            # (background) D = A + grpo.dynamic_sampling, alone, for
+#                                                    #   GRPO_SECONDS, then GSM8K SFT/GRPO in one call
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
+# STACKS=SECONDS: every Python process writes its threads' stacks to $W/stacks/<pid>.txt every SECONDS.
+# PREP_CPUS (e.g. 12-15) pins the GGUF import and prep to those cores, so they can run beside `overhead`
+# (whose runs then keep OVERHEAD_CPUS, e.g. 0-11: both sides of the pair alike); WAIT_OVERHEAD=1 holds
+# the SFT (GPU) until `overhead` is done.
 set -uo pipefail
 W=${W:-/tmp/qc}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 GRPO_SECONDS=${GRPO_SECONDS:-600}
 C_STEPS=${C_STEPS:-25}
 export PYTHONPATH=/tmp/site:$W/bundle/unsloth:$W/bundle/base:$W/wheels:$REPO
+if [ -n "${STACKS:-}" ]; then  # every process's Python stacks every STACKS s (bench/stacks/sitecustomize.py)
+  export PYTHONPATH=$REPO/bench/stacks:$PYTHONPATH GRPO_STACKS_DIR=$W/stacks GRPO_STACKS_EVERY=$STACKS
+fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0 TOKENIZERS_PARALLELISM=false
 cd "$REPO"
 t0=$(date +%s)
@@ -66,6 +76,8 @@ YAML
   # B: TRL 1.15's vLLM correction as it comes (what the previous runs had)
   { cat "$W/qc.yaml"; printf '  vllm_is_mode: sequence_mask\n  vllm_is_min: 0.0\n  vllm_is_max: 3.0\n  score_rollout_support: false\n'; } > "$W/before.yaml"
   sed "s/max_steps: 1000/max_steps: $C_STEPS/" "$W/qc.yaml" > "$W/unsloth.yaml"
+  # D: A with DAPO's online dynamic sampling (zero-spread groups refilled within the step)
+  { cat "$W/qc.yaml"; printf '  dynamic_sampling: true\n'; } > "$W/dynamic.yaml"
 }
 
 until_deadline() {  # NAME SECONDS CMD...: run CMD, SIGINT at the deadline (the product saves on SIGINT).
@@ -98,7 +110,9 @@ case "${1:-}" in
     ;;
   overhead)  # bench/h200_vllm_run.sh's interleaved pair on the Qwen3-4B-shaped model: auto (cold), plain, auto
     while [ ! -e "$W/unpack.done" ]; do sleep 2; done
-    ORDER=${ORDER:-auto plain auto} STEPS=${STEPS:-6} bash bench/h200_vllm_run.sh "$W/overhead" > "$W/overhead.log" 2>&1
+    opin=(); [ -n "${OVERHEAD_CPUS:-}" ] && opin=(taskset -c "$OVERHEAD_CPUS")
+    ORDER=${ORDER:-auto plain auto} STEPS=${STEPS:-6} "${opin[@]}" bash bench/h200_vllm_run.sh "$W/overhead" \
+      > "$W/overhead.log" 2>&1
     stamp "overhead exit $?"; touch "$W/overhead.done"
     ;;
   prep)
@@ -109,7 +123,8 @@ case "${1:-}" in
     while [ ! -e "$W/unpack.done" ]; do sleep 2; done
     config; rm -rf "$W/runs"; mkdir -p "$W/runs"
     stamp prep
-    grpo prep gsm8k --run "$W/runs/sft" --model "$W/qwen2.5-coder-1.5b-instruct.gguf" \
+    pin=(); [ -n "${PREP_CPUS:-}" ] && pin=(taskset -c "$PREP_CPUS")
+    "${pin[@]}" python3 -m cli prep gsm8k --run "$W/runs/sft" --model "$W/qwen2.5-coder-1.5b-instruct.gguf" \
       --source "$W/data/gsm8k/train.jsonl" --eval-size 50 --config "$W/qc.yaml" > "$W/prep.log" 2>&1 \
       || { stamp "prep failed"; tail -5 "$W/prep.log"; exit 1; }
     stamp "prep done: $(tail -1 "$W/prep.log")"
@@ -165,6 +180,21 @@ case "${1:-}" in
     stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"
     wait "$a" "$x"; touch "$W/solo.done"
     ;;
+  unsloth)  # C alone: the Unsloth backend + fast_inference on A's settings, for its IS ratio and step time
+    config; rm -rf "$W/runs/C"; cp -r "$W/runs/sft" "$W/runs/C"
+    stamp "C (alone) start"
+    until_deadline C "${C_SECONDS:-480}" python3 -m cli grpo --run "$W/runs/C" --config "$W/unsloth.yaml" \
+      --backend unsloth --vllm on
+    stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"; touch "$W/unsloth.done"
+    ;;
+  dynamic)  # D alone for GRPO_SECONDS, then GSM8K (SFT and D in one call)
+    config; rm -rf "$W/runs/D"; cp -r "$W/runs/sft" "$W/runs/D"
+    stamp "D (dynamic sampling) start"
+    until_deadline D "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/D" --config "$W/dynamic.yaml" --backend hf --vllm on
+    stamp "D done: $(grep -E '^(grpo done|interrupted)' "$W/D.log" | tail -1)"
+    grpo eval --run "$W/runs/D" --source "$W/data/gsm8k/test.jsonl" --models sft,grpo --engine vllm \
+      --max-new-tokens 384 > "$W/evalD.log" 2>&1; stamp "evalD exit $?"; touch "$W/dynamic.done"
+    ;;
   chain)
     bash "$0" prep "${2:?parts dir}" && bash "$0" train && bash "$0" eval; stamp "chain exit $?"; touch "$W/chain.done"
     ;;
@@ -173,18 +203,20 @@ case "${1:-}" in
     bash "$0" status
     ;;
   status)
-    for f in phases.log overhead.log prep.log sft.log A.log B.log C.log F.log evalA.log evalX.log; do
+    for f in phases.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
       [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
     done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     ;;
   collect)
     out=${2:?out dir}; mkdir -p "$out"
-    for r in A B C; do cp "$W/runs/$r/logs/metrics.jsonl" "$out/${r}_metrics.jsonl" 2>/dev/null; done
+    for r in A B C D; do cp "$W/runs/$r/logs/metrics.jsonl" "$out/${r}_metrics.jsonl" 2>/dev/null; done
     cp "$W/is_floor.json" "$W/eval_checkpoints.json" "$W/eval_checkpoints.samples.jsonl.gz" "$out/" 2>/dev/null
     cp "$W/runs/A/eval/report.json" "$out/evalA_report.json" 2>/dev/null
-    tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log F.log evalA.log \
-      evalX.log phases.log overhead.log overhead runs/A/manifest.json runs/A/eval/samples.jsonl \
-      runs/A/logs/train.png runs/B/logs/train.png runs/C/logs/train.png runs/sft/logs/metrics.jsonl 2>/dev/null
+    cp "$W/runs/D/eval/report.json" "$out/evalD_report.json" 2>/dev/null
+    tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log D.log F.log \
+      evalA.log evalX.log evalD.log phases.log overhead.log overhead runs/A/manifest.json runs/A/eval/samples.jsonl \
+      runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
+      runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl stacks 2>/dev/null
     ls -la "$out"
     ;;
   *) sed -n 2,20p "$0"; exit 2 ;;

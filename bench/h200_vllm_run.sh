@@ -10,6 +10,7 @@
 # Needs vLLM importable (shared/tools/vllm-bundle.sh), Unsloth/TRL on PYTHONPATH, py_rewards built.
 #   eval   grpo eval --engine vllm of base and the first auto run's adapter (64 prompts)
 # Usage (GPU machine, repo root): [ORDER='off auto u06 plain'] [STEPS=5] bash bench/h200_vllm_run.sh OUTDIR
+# STACKS=SECONDS: each Python process writes its threads' stacks to OUTDIR/stacks/<pid>.txt every SECONDS.
 # Same-call overhead: ORDER='plain auto plain auto eval' STEPS=6  (SMI_GPU: the nvidia-smi index to sample; nvidia-smi ignores CUDA_VISIBLE_DEVICES)
 set -uo pipefail
 out=${1:?usage: h200_vllm_run.sh OUTDIR}; steps=${STEPS:-5}
@@ -18,6 +19,9 @@ out=${1:?usage: h200_vllm_run.sh OUTDIR}; steps=${STEPS:-5}
 limit=${RUN_TIMEOUT:-480}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0
+if [ -n "${STACKS:-}" ]; then  # every process's Python stacks every STACKS s (bench/stacks/sitecustomize.py)
+  export PYTHONPATH=$(cd "$(dirname "$0")" && pwd)/stacks:${PYTHONPATH:-} GRPO_STACKS_DIR=$out/stacks GRPO_STACKS_EVERY=$STACKS
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 python3 -c "import torch, transformers, trl, peft, vllm; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'vllm', vllm.__version__)" 2>&1 | tail -1 | tee -a "$out/gpu.txt"
 [ -d /tmp/q4b ] || python3 bench/make_random_model.py --out /tmp/q4b 2>&1 | tail -1
