@@ -44,8 +44,9 @@ build: has-py
 
 test: test-rust test-py
 
+# The dev profile: overflow checks on, and 34 s here against 57 s for --release (its build is most of it).
 test-rust:
-	cargo test --workspace --release
+	cargo test --workspace
 
 # Release builds leave out the `_debug_panic` hook: a second build with the cargo feature
 # `debug-hooks` (own target dir) lets tests/test_rewards.py check that a Rust panic is a Python exception.
