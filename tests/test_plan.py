@@ -74,3 +74,40 @@ def test_dry_run_prints_the_plan(prepped: Path, tmp_path: Path, runner) -> None:
     # No data yet: the plan says why instead of failing the dry run.
     empty = dry_run(runner, "grpo", "--run", str(tmp_path / "new"))
     assert str(empty["plan"]).startswith("none yet:") and "grpo prep" in empty["plan"]
+
+
+def test_importance_sampling_mode_follows_the_backend(prepped: Path, tmp_path: Path) -> None:
+    """auto: per-token truncation on the hf backend, per-sequence masking under Unsloth (whose compiled loss
+    spent 285 s compiling the per-token form on an H200); an explicit mode is passed as it is."""
+    import dataclasses
+
+    from cli.config.schema import resolve
+    from cli.infer.vllm_memory import VllmPlan
+    from cli.run.rundir import RunDir
+    from cli.train.distributed import Plan
+    from cli.train.plan import is_mode, make_plan
+
+    assert Config().grpo.vllm_is_mode == "auto"
+    assert is_mode("auto", "hf") == "token_truncate" and is_mode("auto", "unsloth") == "sequence_mask"
+    assert is_mode("token_mask", "unsloth") == "token_mask" and is_mode("off", "hf") == "off"
+
+    run = fresh_copy(prepped, tmp_path)
+    seen = {}
+    for backend, mode in (("hf", "auto"), ("unsloth", "auto"), ("unsloth", "token_mask"), ("hf", "off")):
+        cfg = resolve(overrides={"backend": "hf", "grpo.vllm_is_mode": mode})
+        plan = make_plan(RunDir(run), cfg, Plan(), resume=False, allow_dora_merge=False)
+        # The GPU's plan, as a CPU can build it: vLLM rollouts on the chosen backend.
+        share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
+        plan = dataclasses.replace(plan, backend=backend, use_vllm=True, support=None, vllm=share)
+        args = plan.trl_args("<|endoftext|>")
+        seen[backend, mode] = (
+            args["vllm_importance_sampling_correction"],
+            args.get("vllm_importance_sampling_mode"),
+            args.get("vllm_importance_sampling_clip_min"),
+            args.get("vllm_importance_sampling_clip_max"),
+            (plan.describe()["importance_sampling"] or {}).get("mode"),
+        )
+    assert seen["hf", "auto"] == (True, "token_truncate", 0.5, 2.0, "token_truncate")
+    assert seen["unsloth", "auto"] == (True, "sequence_mask", 0.5, 2.0, "sequence_mask")
+    assert seen["unsloth", "token_mask"][1] == "token_mask"
+    assert seen["hf", "off"] == (False, None, None, None, None)

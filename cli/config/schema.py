@@ -268,14 +268,15 @@ class GRPOConfig:
     )
     # The vLLM importance-sampling correction (TRL's): what weighs a completion whose tokens the rollout
     # engine and the trainer score differently. With the trainer scoring the rollout's own distribution
-    # (cli/train/lm_head.py) the ratio is 1 up to bf16 noise; per-token truncation to [0.5, 2] keeps what is
-    # left of that noise from weighing any token by more than 2 or less than 0.5
-    # (docs/importance-sampling.md).
+    # (cli/train/lm_head.py) the ratio is 1 up to bf16 noise; the bounds [0.5, 2] keep what is left of that
+    # noise from weighing anything by more than 2 or less than 0.5. auto: per token (token_truncate) on
+    # the hf backend, per sequence (sequence_mask) under Unsloth, whose compiled loss took 285 s to compile
+    # the per-token form on an H200 (docs/importance-sampling.md).
     vllm_is_mode: str = setting(
-        "token_truncate",
-        help="How vLLM rollouts are reweighted: token_truncate, token_mask, sequence_truncate, sequence_mask "
-        "or off.",
-        choices=("token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "off"),
+        "auto",
+        help="How vLLM rollouts are reweighted: auto (token_truncate on the hf backend, sequence_mask under "
+        "Unsloth), token_truncate, token_mask, sequence_truncate, sequence_mask or off.",
+        choices=("auto", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "off"),
     )
     score_rollout_support: bool = setting(
         True,

@@ -62,6 +62,11 @@ class GrpoPlan:
         return training_dtype(self.cfg.dtype, self.hardware)
 
     @property
+    def is_mode(self) -> str:
+        """The importance-sampling correction's mode: ``grpo.vllm_is_mode``, ``auto`` resolved by backend."""
+        return is_mode(self.cfg.grpo.vllm_is_mode, self.backend)
+
+    @property
     def start_step(self) -> int:
         return int(self.resume.name.rpartition("-")[2] or 0) if self.resume else 0
 
@@ -86,8 +91,8 @@ class GrpoPlan:
             },
             "vllm_gpu_memory_utilization": self.vllm.utilization if self.vllm else None,
             "trainer_logprobs": f"over {self.support.describe()}" if self.support else "the backend's own",
-            "importance_sampling": None if not self.use_vllm or g.vllm_is_mode == "off" else {
-                "mode": g.vllm_is_mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
+            "importance_sampling": None if not self.use_vllm or self.is_mode == "off" else {
+                "mode": self.is_mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
             "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
             "dtype": self.dtype,
@@ -136,10 +141,10 @@ class GrpoPlan:
         stops = self.cfg.format_spec().stop_strings(eos_token)
         correction: dict[str, Any] = (
             {"vllm_importance_sampling_correction": False}
-            if g.vllm_is_mode == "off"
+            if self.is_mode == "off"
             else {
                 "vllm_importance_sampling_correction": True,
-                "vllm_importance_sampling_mode": g.vllm_is_mode,
+                "vllm_importance_sampling_mode": self.is_mode,
                 "vllm_importance_sampling_clip_min": g.vllm_is_min,
                 "vllm_importance_sampling_clip_max": g.vllm_is_max,
             }
@@ -282,6 +287,17 @@ def _vllm_share(cfg: Config, rd: RunDir, budget: RolloutBudget, hw: Hardware) ->
         completion_tokens=budget.completion,
         total_bytes=int(hw.gpu_bytes or 0),
     )
+
+
+def is_mode(mode: str, backend: str) -> str:
+    """``auto``: per-token truncation (TIS) on the hf backend, where a sequence-level product of per-token
+    noise grows with the length; per-sequence masking under Unsloth. Unsloth compiles its GRPO loss with
+    dynamic shapes, and the per-token form took 285 s of compiling in the first step on an H200 (the
+    per-sequence form 71 s, Unsloth 2026.10.9, torch 2.11); with the trainer scoring the kept set, no
+    sequence of the measured floor left [0.5, 2] (docs/importance-sampling.md)."""
+    if mode != "auto":
+        return mode
+    return "sequence_mask" if backend == "unsloth" else "token_truncate"
 
 
 def _support(cfg: Config, backend: str, use_vllm: bool, hw: Hardware) -> Support | None:
