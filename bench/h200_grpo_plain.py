@@ -57,6 +57,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-seq-length", type=int, default=2048)
     p.add_argument("--no-vllm", action="store_true", help="HF generate even when vLLM is installed")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.6)
+    p.add_argument(
+        "--vllm-is",
+        default="sequence_mask:0.5:2",
+        help="TRL's vLLM importance-sampling correction as MODE:MIN:MAX, or off (Unsloth's own default). "
+        "The default is what `grpo grpo` passes under Unsloth (grpo.vllm_is_mode: auto), so the pair "
+        "compares like with like: the correction costs an extra log-prob pass",
+    )
     p.add_argument("--force-length", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument(
         "--phases",
@@ -171,6 +178,16 @@ def main(argv: list[str] | None = None) -> int:
             ),
         )
         vllm_kwargs["use_vllm"] = True
+        if args.vllm_is == "off":
+            vllm_kwargs["vllm_importance_sampling_correction"] = False
+        else:
+            mode, low, high = args.vllm_is.split(":")
+            vllm_kwargs.update(
+                vllm_importance_sampling_correction=True,
+                vllm_importance_sampling_mode=mode,
+                vllm_importance_sampling_clip_min=float(low),
+                vllm_importance_sampling_clip_max=float(high),
+            )
     elif args.force_length:
         gen_kwargs["min_new_tokens"] = args.completion_len
 
