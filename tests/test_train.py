@@ -381,3 +381,46 @@ def _yaml(tmp_path: Path, value: int) -> Path:
     path = tmp_path / "c.yaml"
     path.write_text(f"sft: {{max_example_tokens: {value}}}\n")
     return path
+
+
+def test_sft_completion_only_loss_masks_the_prompt(tmp_path: Path) -> None:
+    """sft.completion_only_loss: the same tokens as the whole chat, and TRL's labels only on the answer's."""
+    import pandas as pd
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from cli.config.schema import Config, resolve
+    from cli.models.resolve import build_tiny, build_tiny_tokenizer
+    from cli.run.rundir import RunDir
+    from cli.train.data import sft_dataset
+    from py_rewards.spec import get_spec
+
+    run = RunDir(tmp_path / "r")
+    run.data_dir.mkdir(parents=True)
+    pd.DataFrame(
+        {"question": ["What is 2+3?", "Double 4."], "answer": ["5", "8"], "solution": ["2+3=5", "4*2=8"]}
+    ).to_parquet(run.data_dir / "train.parquet")
+    spec = get_spec("seed000")
+    tok = build_tiny_tokenizer(spec)
+    whole, info = sft_dataset(Config(), run, tok)
+    assert "loss_on" not in info and whole.column_names == ["text"]
+    split, info = sft_dataset(resolve(overrides={"sft.completion_only_loss": True}), run, tok)
+    assert info["loss_on"] == "completion" and split.column_names == ["prompt", "completion"]
+    for row, text in zip(split, whole["text"], strict=True):
+        assert row["prompt"] + row["completion"] == text  # the same chat, cut where the answer starts
+        assert row["prompt"].endswith(spec.reasoning_start) and spec.solution_start in row["completion"]
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny(tmp_path / "tiny", spec))
+    args = SFTConfig(
+        output_dir=str(tmp_path / "o"), completion_only_loss=True, report_to="none", max_length=256,
+        bf16=False, use_cpu=True,
+    )  # fmt: skip
+    trainer = SFTTrainer(model=model, processing_class=tok, train_dataset=split, args=args)
+    for row, raw in zip(trainer.train_dataset, split, strict=True):
+        prompt_tokens = len(tok(raw["prompt"])["input_ids"])
+        ids = row["input_ids"]
+        assert ids == tok(raw["prompt"] + raw["completion"])["input_ids"]  # the whole chat goes in
+        assert row["labels"] == [-100] * prompt_tokens + ids[prompt_tokens:]  # the answer's tokens count
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    answer = sum(t != -100 for t in trainer.train_dataset[0]["labels"])
+    assert int((batch["labels"] != -100).sum()) == answer > 0

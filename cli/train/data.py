@@ -133,14 +133,20 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
     # adds BOS again where the tokenizer does (Gemma): drop the template's copy there.
     bos = getattr(tokenizer, "bos_token", None)
     strip_bos = bool(bos) and tokenizer("x")["input_ids"][:1] == [tokenizer.bos_token_id]
+
+    def render(messages: list[dict[str, str]], **kw: Any) -> str:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, **kw)
+        return text[len(bos) :] if strip_bos and bos and text.startswith(bos) else text
+
     texts: list[str] = []
+    prompts: list[str] = []  # completion_only_loss: each text's context (system, question, generation prompt)
     too_long = 0
     for messages in conversations:
-        text = tokenizer.apply_chat_template(messages, tokenize=False)
-        if strip_bos and bos and text.startswith(bos):
-            text = text[len(bos) :]
+        text = render(messages)
         if _count_tokens(tokenizer, text) <= limit:
             texts.append(text)
+            if cfg.sft.completion_only_loss:
+                prompts.append(render(messages[:-1], add_generation_prompt=True))
             if cfg.sft.num_examples and len(texts) >= cfg.sft.num_examples:
                 break
         else:
@@ -153,4 +159,14 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
             "sft.max_example_tokens, max_seq_length/2): raise max_seq_length or sft.max_example_tokens"
         )
     info = {"source": source, "columns": columns, "examples": len(texts), "dropped_long": too_long}
-    return Dataset.from_list([{"text": t} for t in texts]), info
+    if not cfg.sft.completion_only_loss:
+        return Dataset.from_list([{"text": t} for t in texts]), info
+    # TRL's prompt-completion form: the same tokens as the text, labels only on the completion's.
+    if not all(t.startswith(p) and len(t) > len(p) for t, p in zip(texts, prompts, strict=True)):
+        raise GrpoError(
+            "sft.completion_only_loss: this chat template renders the prompt differently on its own than "
+            "inside the whole chat, so the answer's tokens cannot be told apart: set it to false"
+        )
+    info["loss_on"] = "completion"
+    rows = [{"prompt": p, "completion": t[len(p) :]} for t, p in zip(texts, prompts, strict=True)]
+    return Dataset.from_list(rows), info

@@ -63,7 +63,7 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     console.print(
         f"sft: {data_info['examples']} format examples from {data_info['source']} │ backend {backend} │ "
         f"{'max_steps ' + str(steps) if steps > 0 else str(s.epochs) + ' epochs'} │ lr {s.learning_rate:g} │ "
-        f"batch {s.batch_size}x{s.grad_accum}"
+        f"batch {s.batch_size}x{s.grad_accum}" + (" │ loss on the answers" if s.completion_only_loss else "")
     )
     if cfg.lora.dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
@@ -130,6 +130,7 @@ def _sft_args(cfg: Config, run: RunDir, steps: int, packing: bool, backend: str,
         num_train_epochs=float(s.epochs or 1),
         lr_scheduler_type="linear",
         dataset_text_field="text",
+        completion_only_loss=bool(s.completion_only_loss),
         max_length=cfg.max_seq_length,
         packing=packing,
         report_to="none",
