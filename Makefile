@@ -54,7 +54,7 @@ DEBUG_CORE_DIR := target/debug-hooks
 
 test-py: has-py
 	cargo build --release -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
-	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/release/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/release/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15
 
 test-fast: has-py
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
