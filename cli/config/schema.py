@@ -412,9 +412,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 # of them took ~175 s on 2 cores. Short worked solutions (whole chat <= 220 tokens) teach a small model to
 # close the tags within its budget: 40 steps of 2 reached 65-85 % format after SFT on 20 held-out prompts in
 # four runs, 60 steps 95 % and 80 % (the misses greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50);
-# 50 steps keep the README's CPU recipe, prep to eval, under 15 minutes. The same 50 steps gave 55-80 % in
-# three more runs (CPU float sums part from step 3), so the format rate is that noisy at this budget. Loss on
-# the answers only: 6.9 s a step instead of 9.7 (the LM head runs over the answer's tokens alone). The hf
+# 50 steps keep the README's CPU recipe, prep to eval, under 15 minutes. The same 50 steps gave 55-80 %
+# in three more runs (CPU float sums part from step 3): the format rate is that noisy at this budget. Loss
+# on the answers only: 6.9 s a step instead of 9.7 (the LM head runs over the answer's tokens alone). The hf
 # backend is the one measured on the CPU here; 192-token completions cover GSM8K's worked answers (p90
 # ~132 Gemma tokens) and are also `grpo eval`'s default budget. No model: `--model` (or the run's) keeps it.
 PRESETS["cpu"] = {

@@ -62,11 +62,6 @@ class GrpoPlan:
         return training_dtype(self.cfg.dtype, self.hardware)
 
     @property
-    def is_mode(self) -> str:
-        """The importance-sampling correction's mode: ``grpo.vllm_is_mode``, ``auto`` resolved by backend."""
-        return is_mode(self.cfg.grpo.vllm_is_mode, self.backend)
-
-    @property
     def start_step(self) -> int:
         return int(self.resume.name.rpartition("-")[2] or 0) if self.resume else 0
 
@@ -76,7 +71,7 @@ class GrpoPlan:
 
     def describe(self) -> dict[str, Any]:
         """The plan as ``grpo grpo --dry-run`` prints it."""
-        g = self.cfg.grpo
+        g, mode = self.cfg.grpo, is_mode(self.cfg.grpo.vllm_is_mode, self.backend)
         return {
             "backend": self.backend,
             "rollouts": _rollout_word(self),
@@ -91,8 +86,8 @@ class GrpoPlan:
             },
             "vllm_gpu_memory_utilization": self.vllm.utilization if self.vllm else None,
             "trainer_logprobs": f"over {self.support.describe()}" if self.support else "the backend's own",
-            "importance_sampling": None if not self.use_vllm or self.is_mode == "off" else {
-                "mode": self.is_mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
+            "importance_sampling": None if not self.use_vllm or mode == "off" else {
+                "mode": mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
             "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
             "dtype": self.dtype,
@@ -139,16 +134,14 @@ class GrpoPlan:
         if not self.use_vllm:
             return {}
         stops = self.cfg.format_spec().stop_strings(eos_token)
-        correction: dict[str, Any] = (
-            {"vllm_importance_sampling_correction": False}
-            if self.is_mode == "off"
-            else {
-                "vllm_importance_sampling_correction": True,
-                "vllm_importance_sampling_mode": self.is_mode,
-                "vllm_importance_sampling_clip_min": g.vllm_is_min,
-                "vllm_importance_sampling_clip_max": g.vllm_is_max,
-            }
-        )
+        mode = is_mode(g.vllm_is_mode, self.backend)
+        correction: dict[str, Any] = {"vllm_importance_sampling_correction": mode != "off"}
+        if mode != "off":
+            correction.update(
+                vllm_importance_sampling_mode=mode,
+                vllm_importance_sampling_clip_min=g.vllm_is_min,
+                vllm_importance_sampling_clip_max=g.vllm_is_max,
+            )
         if g.vllm_server:
             # TRL's server mode: rollouts from a `trl vllm-serve` process (started by `grpo serve`), which
             # receives the LoRA-merged weights over NCCL after every optimizer step.
@@ -290,14 +283,9 @@ def _vllm_share(cfg: Config, rd: RunDir, budget: RolloutBudget, hw: Hardware) ->
 
 
 def is_mode(mode: str, backend: str) -> str:
-    """``auto``: per-token truncation (TIS) on the hf backend, where a sequence-level product of per-token
-    noise grows with the length; per-sequence masking under Unsloth. Unsloth compiles its GRPO loss with
-    dynamic shapes, and the per-token form took 285 s of compiling in the first step on an H200 (the
-    per-sequence form 71 s, Unsloth 2026.10.9, torch 2.11); with the trainer scoring the kept set, no
-    sequence of the measured floor left [0.5, 2] (docs/importance-sampling.md)."""
-    if mode != "auto":
-        return mode
-    return "sequence_mask" if backend == "unsloth" else "token_truncate"
+    """``auto``: per token (``token_truncate``) on the hf backend, per sequence (``sequence_mask``) under
+    Unsloth, whose compiled loss spent 285 s compiling the per-token form (docs/importance-sampling.md)."""
+    return mode if mode != "auto" else "sequence_mask" if backend == "unsloth" else "token_truncate"
 
 
 def _support(cfg: Config, backend: str, use_vllm: bool, hw: Hardware) -> Support | None:
