@@ -411,7 +411,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 # sized for a GPU (2048-token context, batch 2 x 4, examples up to 1024 tokens): one Gemma-3-270M SFT step
 # of them took ~175 s on 2 cores. Short worked solutions (whole chat <= 220 tokens) teach a small model to
 # close the tags within its budget: 40 steps of 2 reached 65-85 % format after SFT on 20 held-out prompts in
-# four runs, 60 steps 95 % and 80 % (the misses greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50);
+# four runs, 60 steps 95 and 80 % (misses: greedy loops to the cap; bench/learning.md: 100 steps, 96 % of 50);
 # 50 steps keep the README's CPU recipe, prep to eval, under 15 minutes. The same 50 steps gave 55-80 %
 # in three more runs (CPU float sums part from step 3): the format rate is that noisy at this budget. Loss
 # on the answers only: 6.9 s a step instead of 9.7 (the LM head runs over the answer's tokens alone). The hf
