@@ -387,12 +387,14 @@ def test_sft_completion_only_loss_masks_the_prompt(tmp_path: Path) -> None:
     """sft.completion_only_loss: the same tokens as the whole chat, and TRL's labels only on the answer's."""
     import pandas as pd
     from transformers import AutoModelForCausalLM
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     from cli.config.schema import Config, resolve
     from cli.models.resolve import build_tiny, build_tiny_tokenizer
     from cli.run.rundir import RunDir
     from cli.train.data import sft_dataset
+    from cli.train.hardware import Hardware
+    from cli.train.stages import _sft_args
     from py_rewards.spec import get_spec
 
     run = RunDir(tmp_path / "r")
@@ -410,11 +412,11 @@ def test_sft_completion_only_loss_masks_the_prompt(tmp_path: Path) -> None:
         assert row["prompt"] + row["completion"] == text  # the same chat, cut where the answer starts
         assert row["prompt"].endswith(spec.reasoning_start) and spec.solution_start in row["completion"]
 
+    # The stage's own SFTConfig (cli/train/stages.py), on TRL's own trainer.
+    cfg = resolve(overrides={"sft.completion_only_loss": True, "max_seq_length": 256})
+    args = _sft_args(cfg, run, 1, False, "hf", Hardware.probe())
+    assert args.completion_only_loss is True
     model = AutoModelForCausalLM.from_pretrained(build_tiny(tmp_path / "tiny", spec))
-    args = SFTConfig(
-        output_dir=str(tmp_path / "o"), completion_only_loss=True, report_to="none", max_length=256,
-        bf16=False, use_cpu=True,
-    )  # fmt: skip
     trainer = SFTTrainer(model=model, processing_class=tok, train_dataset=split, args=args)
     for row, raw in zip(trainer.train_dataset, split, strict=True):
         prompt_tokens = len(tok(raw["prompt"])["input_ids"])
