@@ -117,13 +117,19 @@ def test_grpo_killed_twenty_times_resumes_and_finishes(prepped: Path, tmp_path: 
         for ckpt in _checkpoints(run):
             _whole(ckpt)
         assert "Traceback" not in out, out[-3000:]
-    # The last resume runs to the end.
+    # The last resume runs to the end: a few steps past the last checkpoint (a longer tail, with a save
+    # every step, was half of this test's time and proved nothing more).
+    last_attempt = max((run / "grpo" / "checkpoints").glob("attempt-*"), key=lambda p: int(p.name[8:]))
+    start = int(latest_checkpoint(last_attempt).name.rpartition("-")[2])
+    assert start < steps, start  # the kills always left steps to run
+    steps = start + 3
+    base[base.index("--max-steps") + 1] = str(steps)
     proc = grpo_cli(*base, "--resume", timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert f"start: checkpoint checkpoint-{start}" in proc.stdout, proc.stdout[-3000:]
     assert_adapter(run / "grpo" / "adapter")
     assert len(resumed_from) == KILLS - 1  # the first attempt always saves: every later one resumes
     assert len(set(resumed_from)) > 5  # the kills fell at many different steps
-    last_attempt = max((run / "grpo" / "checkpoints").glob("attempt-*"), key=lambda p: int(p.name[8:]))
     assert latest_checkpoint(last_attempt).name == f"checkpoint-{steps}"  # not one step more
     assert "Traceback" not in proc.stdout
 
