@@ -59,9 +59,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.6)
     p.add_argument(
         "--vllm-is",
-        default="sequence_mask:0.5:2",
+        default="token_truncate:0.5:2",
         help="TRL's vLLM importance-sampling correction as MODE:MIN:MAX, or off (Unsloth's own default). "
-        "The default is what `grpo grpo` passes under Unsloth (grpo.vllm_is_mode: auto), so the pair "
+        "The default is what `grpo grpo` passes (grpo.vllm_is_mode: auto), so the pair "
         "compares like with like: the correction costs an extra log-prob pass",
     )
     p.add_argument("--force-length", action=argparse.BooleanOptionalAction, default=True)

@@ -76,9 +76,9 @@ def test_dry_run_prints_the_plan(prepped: Path, tmp_path: Path, runner) -> None:
     assert str(empty["plan"]).startswith("none yet:") and "grpo prep" in empty["plan"]
 
 
-def test_importance_sampling_mode_follows_the_backend(prepped: Path, tmp_path: Path) -> None:
-    """auto: per-token truncation on the hf backend, per-sequence masking under Unsloth (whose compiled loss
-    spent 285 s compiling the per-token form on an H200); an explicit mode is passed as it is."""
+def test_importance_sampling_mode_reaches_trl_on_both_backends(prepped: Path, tmp_path: Path) -> None:
+    """auto: per-token truncation in [0.5, 2] on the hf backend and under Unsloth alike (both forms cost the
+    same under Unsloth: docs/importance-sampling.md); an explicit mode is passed as it is; off is off."""
     import dataclasses
 
     from cli.config.schema import resolve
@@ -88,8 +88,8 @@ def test_importance_sampling_mode_follows_the_backend(prepped: Path, tmp_path: P
     from cli.train.plan import is_mode, make_plan
 
     assert Config().grpo.vllm_is_mode == "auto"
-    assert is_mode("auto", "hf") == "token_truncate" and is_mode("auto", "unsloth") == "sequence_mask"
-    assert is_mode("token_mask", "unsloth") == "token_mask" and is_mode("off", "hf") == "off"
+    assert is_mode("auto") == "token_truncate"
+    assert is_mode("token_mask") == "token_mask" and is_mode("off") == "off"
 
     run = fresh_copy(prepped, tmp_path)
     seen = {}
@@ -108,6 +108,6 @@ def test_importance_sampling_mode_follows_the_backend(prepped: Path, tmp_path: P
             (plan.describe()["importance_sampling"] or {}).get("mode"),
         )
     assert seen["hf", "auto"] == (True, "token_truncate", 0.5, 2.0, "token_truncate")
-    assert seen["unsloth", "auto"] == (True, "sequence_mask", 0.5, 2.0, "sequence_mask")
+    assert seen["unsloth", "auto"] == (True, "token_truncate", 0.5, 2.0, "token_truncate")
     assert seen["unsloth", "token_mask"][1] == "token_mask"
     assert seen["hf", "off"] == (False, None, None, None, None)

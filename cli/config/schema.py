@@ -276,12 +276,11 @@ class GRPOConfig:
     # engine and the trainer score differently. With the trainer scoring the rollout's own distribution
     # (cli/train/lm_head.py) the ratio is 1 up to bf16 noise; the bounds [0.5, 2] keep what is left of that
     # noise from weighing anything by more than 2 or less than 0.5. auto: per token (token_truncate) on
-    # the hf backend, per sequence (sequence_mask) under Unsloth, whose compiled loss took 285 s to compile
-    # the per-token form on an H200 (docs/importance-sampling.md).
+    # every backend (docs/importance-sampling.md).
     vllm_is_mode: str = setting(
         "auto",
-        help="How vLLM rollouts are reweighted: auto (token_truncate on the hf backend, sequence_mask under "
-        "Unsloth), token_truncate, token_mask, sequence_truncate, sequence_mask or off.",
+        help="How vLLM rollouts are reweighted: auto (token_truncate), token_truncate, token_mask, "
+        "sequence_truncate, sequence_mask or off.",
         choices=("auto", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "off"),
     )
     score_rollout_support: bool = setting(

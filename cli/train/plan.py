@@ -71,7 +71,7 @@ class GrpoPlan:
 
     def describe(self) -> dict[str, Any]:
         """The plan as ``grpo grpo --dry-run`` prints it."""
-        g, mode = self.cfg.grpo, is_mode(self.cfg.grpo.vllm_is_mode, self.backend)
+        g, mode = self.cfg.grpo, is_mode(self.cfg.grpo.vllm_is_mode)
         return {
             "backend": self.backend,
             "rollouts": _rollout_word(self),
@@ -134,7 +134,7 @@ class GrpoPlan:
         if not self.use_vllm:
             return {}
         stops = self.cfg.format_spec().stop_strings(eos_token)
-        mode = is_mode(g.vllm_is_mode, self.backend)
+        mode = is_mode(g.vllm_is_mode)
         correction: dict[str, Any] = {"vllm_importance_sampling_correction": mode != "off"}
         if mode != "off":
             correction.update(
@@ -282,10 +282,10 @@ def _vllm_share(cfg: Config, rd: RunDir, budget: RolloutBudget, hw: Hardware) ->
     )
 
 
-def is_mode(mode: str, backend: str) -> str:
-    """``auto``: per token (``token_truncate``) on the hf backend, per sequence (``sequence_mask``) under
-    Unsloth, whose compiled loss spent 285 s compiling the per-token form (docs/importance-sampling.md)."""
-    return mode if mode != "auto" else "sequence_mask" if backend == "unsloth" else "token_truncate"
+def is_mode(mode: str) -> str:
+    """``auto``: per-token truncation (``token_truncate``) on every backend; under Unsloth the per-token and
+    per-sequence forms were measured to cost the same (docs/importance-sampling.md)."""
+    return "token_truncate" if mode == "auto" else mode
 
 
 def _support(cfg: Config, backend: str, use_vllm: bool, hw: Hardware) -> Support | None:
