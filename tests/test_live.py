@@ -98,3 +98,23 @@ def test_every_step_says_so_from_the_first_with_an_eta(tmp_path: Path, capsys) -
     assert "loss 1.5" in lines[2]  # the logging step's line carries the metrics, once
     rows = [json.loads(ln) for ln in run.metrics_path.read_text().splitlines()]
     assert [r["step"] for r in rows] == [3]  # metrics.jsonl keeps one row per logging step
+
+
+def test_heartbeat_names_the_first_step_compile_only_during_that_step(tmp_path: Path) -> None:
+    """Under Unsloth the first step compiles for minutes on a fresh GPU machine: while it runs, the
+    heartbeat says why; from the second step (and for a resumed run's first) only the step."""
+    from cli.run.rundir import RunDir
+    from cli.train.live import LiveSpec, make_callback
+
+    note = "Unsloth compiles its kernels"
+    spec = LiveSpec(max_steps=6, quiet=True, first_step_note=note)
+    seen = []
+    for start in (0, 4):  # a fresh run, then one resumed at step 4
+        live = make_callback(RunDir(tmp_path / f"run{start}"), "grpo", spec)
+        state = SimpleNamespace(global_step=start, max_steps=6, is_world_process_zero=True)
+        live.on_train_begin(None, state, None)
+        seen.append(live.step_status(state))
+        state.global_step += 1
+        live.on_step_end(None, state, SimpleNamespace(should_save=False, should_training_stop=False))
+        seen.append(live.step_status(state))
+    assert seen == [f"grpo: step 1/6, {note}", "grpo: step 2/6", f"grpo: step 5/6, {note}", "grpo: step 6/6"]

@@ -132,6 +132,9 @@ class LiveSpec:
     from_sft: bool = False  # the hint for groups with no signal then says so
     vllm_gib: float | None = None
     quiet: bool = False
+    # What the heartbeat adds while the process's first step runs (Unsloth compiles its kernels there:
+    # 4.9 min on a fresh H200, about 1 min once its caches are warm; bench/learning-gpu.md, round 8).
+    first_step_note: str = ""
 
 
 class LiveView:
@@ -209,7 +212,8 @@ class LiveView:
         """What the heartbeat says while a step runs (a CPU step can outlast its silence)."""
         total = self.max_steps or int(getattr(state, "max_steps", 0) or 0)
         step = int(state.global_step) + 1 if step is None else step
-        return f"{self.stage}: step {step}/{total or '?'}"
+        note = self.spec.first_step_note if step == (self.first_step or 0) + 1 else ""
+        return f"{self.stage}: step {step}/{total or '?'}" + (f", {note}" if note else "")
 
     def smoothed_eta(self, remaining: int) -> float | None:
         """ETA from an exponential average of step times, each new ETA within ½–2× of the last one

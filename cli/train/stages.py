@@ -278,6 +278,9 @@ def _trainer(
         reward_names=[r.name for r in plan.rewards],
         from_sft=plan.from_adapter,
         vllm_gib=plan.vllm.vllm_gib if plan.vllm else None,
+        first_step_note="Unsloth compiles its kernels (minutes the first time on a machine)"
+        if plan.backend == "unsloth"
+        else "",
     )
     live = make_callback(plan.run, "grpo", spec, obs)
     trainer.add_callback(live)
