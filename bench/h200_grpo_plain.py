@@ -227,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     trainer = trainer_cls(
         model=model, processing_class=tokenizer, reward_funcs=rewards, args=config, train_dataset=dataset
     )
+    # What the trainer runs with (after Unsloth's changes), beside `grpo grpo`'s own record of it
+    # (grpo/checkpoints/attempt-N/trainer_args.json): the overhead pair can diff the two.
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    record = json.dumps(trainer.args.to_dict(), indent=2, default=str)
+    (Path(args.out) / "trainer_args.json").write_text(record)
 
     class Timer(TrainerCallback):
         def __init__(self) -> None:

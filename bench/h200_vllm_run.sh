@@ -56,5 +56,10 @@ for name in ${ORDER:-off auto u06 plain}; do
   echo "$tag: exit $rc in $(( $(date +%s) - s )) s, nvidia-smi peak ${peak:-?} MiB"
   grep -E '^(grpo (done|[0-9]|: vLLM)|error|\{"s_per_step|.*engine)' "$out/$tag.log" | tail -n 3 | cut -c1-400
   [ "$name" != eval ] && [ -f "/tmp/vruns/$tag/logs/metrics.jsonl" ] && cp "/tmp/vruns/$tag/logs/metrics.jsonl" "$out/${tag}_metrics.jsonl"
+  # What each trainer ran with (both sides write it), for the pair's diff
+  for f in "/tmp/vruns/$tag/grpo/checkpoints/attempt-1/trainer_args.json" /tmp/plain/trainer_args.json; do
+    [ -f "$f" ] && cp "$f" "$out/${tag}_trainer_args.json"
+  done
+  [ "$name" = plain ] && rm -f /tmp/plain/trainer_args.json
 done
 true

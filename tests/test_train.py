@@ -9,6 +9,7 @@ must fail with one line before the training stack is even imported.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -87,6 +88,9 @@ def test_chain_unsloth_sft_grpo_resume(prepped: Path, tmp_path: Path) -> None:
     for n in (1, 2):
         ckpt = run / "grpo" / "checkpoints" / "attempt-1" / f"checkpoint-{n}"
         assert (ckpt / "adapter_model.safetensors").is_file()
+    # What the trainer ran with, after Unsloth's own changes to it: the attempt's record.
+    trained = json.loads((run / "grpo" / "checkpoints" / "attempt-1" / "trainer_args.json").read_text())
+    assert (trained["num_generations"], trained["max_completion_length"], trained["max_steps"]) == (2, 32, 2)
 
     rows = [r for r in metrics(run) if r["stage"] == "grpo"]
     assert [r["step"] for r in rows] == [1, 2]

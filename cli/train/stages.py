@@ -16,8 +16,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
+from cli.run.atomic import atomic_write_json
 from cli.run.console import console, err_console
-from cli.run.ranks import world_size
+from cli.run.ranks import is_main, world_size
 from cli.run.rundir import RunDir
 from cli.train import backends
 from cli.train.checkpoints import next_attempt_from_metrics
@@ -272,6 +273,8 @@ def _trainer(
         train_dataset=dataset, observers=obs, lm_head=plan.support,
     )  # fmt: skip
     quiet_trainer(trainer)
+    if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
+        atomic_write_json(plan.checkpoints / "trainer_args.json", trainer.args.to_dict())
     spec = LiveSpec(
         max_steps=g.max_steps,
         attempt=plan.attempt,
