@@ -49,12 +49,13 @@ test-rust:
 	cargo test --workspace
 
 # Release builds leave out the `_debug_panic` hook: a second build with the cargo feature
-# `debug-hooks` (own target dir) lets tests/test_rewards.py check that a Rust panic is a Python exception.
+# `debug-hooks` (own target dir; the dev profile: 25 s here against 35 s with the release profile's fat LTO)
+# lets tests/test_rewards.py check that a Rust panic is a Python exception.
 DEBUG_CORE_DIR := target/debug-hooks
 
 test-py: has-py
-	cargo build --release -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
-	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/release/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15
+	cargo build -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
+	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/debug/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15
 
 test-fast: has-py
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"

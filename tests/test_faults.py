@@ -141,7 +141,7 @@ def test_sft_and_export_killed_keep_the_previous_result(prepped: Path, tmp_path:
     adapter = run / "sft" / "adapter"
     before = (adapter / "adapter_model.safetensors").read_bytes()
     rng = random.Random(3)
-    for _ in range(3):
+    for _ in range(2):
         _kill_after(
             _start("sft", "--run", str(run), "--backend", "hf", "--max-steps", "30"),
             ("sft:", "format examples"),
@@ -155,7 +155,7 @@ def test_sft_and_export_killed_keep_the_previous_result(prepped: Path, tmp_path:
         )
     )
     exported = _export_files(run)
-    for _ in range(3):
+    for _ in range(2):
         proc = _start(
             "export", "--run", str(run), "--adapter", "sft", "--lora", "--verify", "1", "--verify-tokens", "4"
         )
