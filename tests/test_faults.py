@@ -118,7 +118,7 @@ def test_grpo_killed_twenty_times_resumes_and_finishes(prepped: Path, tmp_path: 
             _whole(ckpt)
         assert "Traceback" not in out, out[-3000:]
     # The last resume runs to the end: a few steps past the last checkpoint (a longer tail, with a save
-    # every step, was half of this test's time and proved nothing more).
+    # every step, proved nothing more).
     last_attempt = max((run / "grpo" / "checkpoints").glob("attempt-*"), key=lambda p: int(p.name[8:]))
     start = int(latest_checkpoint(last_attempt).name.rpartition("-")[2])
     assert start < steps, start  # the kills always left steps to run
