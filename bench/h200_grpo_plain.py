@@ -49,6 +49,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--prompts-per-step", type=int, default=1)
     p.add_argument("--completion-len", type=int, default=1024)
     p.add_argument("--prompt-len", type=int, default=128, help="prompt tokens (approximately)")
+    p.add_argument(
+        "--prompts-from",
+        type=Path,
+        default=None,
+        help="a prepped run directory: its data/train.parquet questions (in order) instead of the synthetic "
+        "prompts, so the pair can run the same prompts as `grpo grpo`",
+    )
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--lora-alpha", type=int, default=None, help="default: = r")
     p.add_argument("--no-rslora", action="store_true")
@@ -152,7 +159,22 @@ def main(argv: list[str] | None = None) -> int:
             words.append(WORDS[(len(words) + i) % len(WORDS)])
 
     n_prompts = args.steps * args.prompts_per_step + 8
-    dataset = Dataset.from_list([{"prompt": prompt(i), "answer": str(i)} for i in range(n_prompts)])
+    if args.prompts_from is not None:
+        import pandas as pd
+
+        table = pd.read_parquet(args.prompts_from / "data" / "train.parquet")
+        # the prompts `grpo grpo` trains on: those within prep's cut (data/stats.json, the p90)
+        stats = json.loads((args.prompts_from / "data" / "stats.json").read_text())
+        cut = stats.get("max_prompt_length")
+        if cut and "prompt_tokens" in table.columns:
+            table = table[table["prompt_tokens"] <= int(cut)]
+        rows = [
+            {"prompt": spec.messages(str(q)), "answer": str(a).strip()}
+            for q, a in zip(table["question"], table["answer"], strict=True)
+        ]
+    else:
+        rows = [{"prompt": prompt(i), "answer": str(i)} for i in range(n_prompts)]
+    dataset = Dataset.from_list(rows)
 
     reward_time = [0.0]
     rewards = _rewards(spec, reward_time)
@@ -267,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     lengths = [
         e["completions/mean_length"] for e in trainer.state.log_history if "completions/mean_length" in e
     ]
+
+    def logged(key: str) -> float | None:
+        values = [e[key] for e in trainer.state.log_history if isinstance(e.get(key), (int, float))]
+        return round(statistics.median(values), 4) if values else None
+
     summary = {
         "model": args.model,
         "backend": "unsloth" + (" + vLLM" if use_vllm else ""),
@@ -274,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         "completion_len": args.completion_len,
         "mean_completion_len": round(statistics.mean(lengths), 1) if lengths else None,
         "prompt_len": args.prompt_len,
+        "prompts_from": str(args.prompts_from) if args.prompts_from else None,
+        # TRL's (and Unsloth's) record of the correction: absent when it did not run
+        "is_ratio_median": logged("sampling/importance_sampling_ratio/mean"),
+        "logp_diff_median": logged("sampling/sampling_logp_difference/mean"),
         "lora": {"r": args.lora_r, "rslora": not args.no_rslora, "dora": args.dora},
         "steps": len(times),
         "load_s": round(load_s, 1),

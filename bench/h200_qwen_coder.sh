@@ -108,10 +108,11 @@ case "${1:-}" in
     python3 -m pip install -q --no-index --no-deps --target "$W/wheels" "$W"/extra/*.whl && stamp "wheels installed"
     touch "$W/unpack.done"
     ;;
-  overhead)  # bench/h200_vllm_run.sh's interleaved pair on the Qwen3-4B-shaped model: auto (cold), plain, auto
+  overhead)  # bench/h200_vllm_run.sh's interleaved pairs on the Qwen3-4B-shaped model, like with like
+    # (warm = the machine's cold compile, not measured; plaingsm = plain on ours' prompts, no min_tokens)
     while [ ! -e "$W/unpack.done" ]; do sleep 2; done
     opin=(); [ -n "${OVERHEAD_CPUS:-}" ] && opin=(taskset -c "$OVERHEAD_CPUS")
-    ORDER=${ORDER:-auto plain auto} STEPS=${STEPS:-6} "${opin[@]}" bash bench/h200_vllm_run.sh "$W/overhead" \
+    ORDER=${ORDER:-warm plaingsm auto plaingsm auto} STEPS=${STEPS:-6} "${opin[@]}" bash bench/h200_vllm_run.sh "$W/overhead" \
       > "$W/overhead.log" 2>&1
     stamp "overhead exit $?"; touch "$W/overhead.done"
     ;;
@@ -216,7 +217,8 @@ case "${1:-}" in
     tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log D.log F.log \
       evalA.log evalX.log evalD.log phases.log overhead.log overhead runs/A/manifest.json runs/A/eval/samples.jsonl \
       runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
-      runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl stacks 2>/dev/null
+      runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl runs/C/logs/grpo.log \
+      runs/C/grpo/checkpoints/attempt-1/trainer_args.json stacks 2>/dev/null
     ls -la "$out"
     ;;
   *) sed -n 2,20p "$0"; exit 2 ;;
