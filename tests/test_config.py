@@ -50,6 +50,8 @@ def test_yaml_strings_that_are_numbers_become_numbers(tmp_path: Path) -> None:
         ),
         ({"sft.max_steps": 0}, "config 'sft.max_steps' is 0: set sft.epochs"),
         ({"lora.dropout": 1}, "config 'lora.dropout' must be in [0, 1)"),
+        ({"sft.lr_scheduler": "cosine_with_min_lr"}, "config 'sft.lr_scheduler' must be linear, cosine,"),
+        ({"grpo.lr_scheduler": "wsd"}, "config 'grpo.lr_scheduler' must be linear, cosine,"),
     ],
 )
 def test_bad_values_name_their_key(override: dict, message: str) -> None:

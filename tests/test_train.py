@@ -419,7 +419,12 @@ def test_sft_completion_only_loss_masks_the_prompt(tmp_path: Path) -> None:
     # The stage's own SFTConfig (cli/train/stages.py), on TRL's own trainer.
     cfg = resolve(overrides={"sft.completion_only_loss": True, "max_seq_length": 256})
     args = _sft_args(cfg, run, 1, False, "hf", Hardware.probe())
-    assert args.completion_only_loss is True
+    assert args.completion_only_loss is True and args.lr_scheduler_type == "linear"
+    # sft.lr_scheduler reaches TRL (a preset can train the warm-up at a constant rate)
+    constant = _sft_args(
+        resolve(overrides={"sft.lr_scheduler": "constant"}), run, 1, False, "hf", Hardware.probe()
+    )
+    assert constant.lr_scheduler_type == "constant"
     model = AutoModelForCausalLM.from_pretrained(build_tiny(tmp_path / "tiny", spec))
     trainer = SFTTrainer(model=model, processing_class=tok, train_dataset=split, args=args)
     for row, raw in zip(trainer.train_dataset, split, strict=True):

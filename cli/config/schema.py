@@ -92,6 +92,14 @@ class PrepConfig:
     seed: int = setting(SEED, help="Seed of the held-out split.")
 
 
+# transformers' schedules that need no arguments beyond the warm-up (cosine_with_min_lr, warmup_stable_decay,
+# reduce_lr_on_plateau and greedy need lr_scheduler_kwargs or an eval loop, which the stages do not pass).
+LR_SCHEDULERS = (
+    "linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+    "inverse_sqrt",
+)  # fmt: skip
+
+
 @dataclass
 class SFTConfig:
     max_steps: int = setting(
@@ -106,6 +114,9 @@ class SFTConfig:
     batch_size: int = setting(2, help="Examples per device step.", ge=1)
     grad_accum: int = setting(4, help="Gradient accumulation steps.", ge=1)
     warmup_steps: int = setting(5, help="Warm-up steps.", ge=0)
+    lr_scheduler: str = setting(
+        "linear", help="Learning-rate schedule (TRL lr_scheduler_type).", choices=LR_SCHEDULERS
+    )
     packing: bool = setting(True, help="Pack short examples into one sequence (needs FlashAttention).")
     num_examples: int = setting(
         59, help="How many format examples to train on (seed 000: ~59).", flag="--examples", panel=TRAIN, ge=1
@@ -164,7 +175,9 @@ class GRPOConfig:
     )
     weight_decay: float = setting(0.001, help="Weight decay (seed 000: 0.001).", ge=0)
     warmup_ratio: float = setting(0.1, help="Share of the steps spent warming up.", ge=0, lt=1)
-    lr_scheduler: str = setting("linear", help="Learning-rate schedule (TRL lr_scheduler_type).")
+    lr_scheduler: str = setting(
+        "linear", help="Learning-rate schedule (TRL lr_scheduler_type).", choices=LR_SCHEDULERS
+    )
     optim: str = setting(
         "auto", help="Optimizer: auto (adamw_8bit where bitsandbytes works, else adamw_torch)."
     )
