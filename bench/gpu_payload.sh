@@ -4,10 +4,15 @@
 #                 the GGUF reader's wheel, GSM8K train/test and MATH500
 #   gguf.part_*   Qwen2.5-Coder-1.5B-Instruct (bench/assemble_qwen_coder.sh)
 #   SHA256SUMS    of every part
-# Usage: bash bench/gpu_payload.sh GPU_DIR GGUF DATA_DIR OUT_DIR [PART_SIZE=50M]
+# Usage: bash bench/gpu_payload.sh GPU_DIR GGUF DATA_DIR OUT_DIR [PART_SIZE]
+#   PART_SIZE: default 64 MiB less the tracked tree (which travels with every call) and 4 MiB (the Rust
+#   extension carried with the first part, and room to grow); a part too big for a call is refused there.
 #   GPU_DIR holds bundle/{base,unsloth} and vllm/parts; DATA_DIR is shared/data.
 set -euo pipefail
-gpu=${1:?GPU_DIR}; gguf=${2:?GGUF}; data=${3:?DATA_DIR}; out=${4:?OUT_DIR}; size=${5:-50M}
+gpu=${1:?GPU_DIR}; gguf=${2:?GGUF}; data=${3:?DATA_DIR}; out=${4:?OUT_DIR}
+tree=$(cd "$(dirname "$0")/.." && git ls-files -z | du --files0-from=- -cb 2>/dev/null | tail -1 | cut -f1)
+size=${5:-$(( (64 - 4) * 1048576 - ${tree:-0} ))}
+[ "$size" -gt 0 ] 2>/dev/null || { echo "gpu_payload: the tree leaves no room for a part (${tree} bytes)"; exit 1; }
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/extra" "$stage/data/gsm8k" "$stage/data/math"
 rm -f "$out"/small.part_* "$out"/gguf.part_* "$out"/SHA256SUMS
