@@ -111,3 +111,31 @@ def test_importance_sampling_mode_reaches_trl_on_both_backends(prepped: Path, tm
     assert seen["unsloth", "auto"] == (True, "token_truncate", 0.5, 2.0, "token_truncate")
     assert seen["unsloth", "token_mask"][1] == "token_mask"
     assert seen["hf", "off"] == (False, None, None, None, None)
+
+
+def test_score_rollout_support_switches_unsloths_kept_set_scoring_too(prepped: Path, tmp_path: Path) -> None:
+    """grpo.score_rollout_support is one switch for both backends: off, Unsloth is told to score the full
+    vocabulary (UNSLOTH_GRPO_TRUNCATED_SUPPORT=0, set by the stage before the trainer is built); on (the
+    default), Unsloth keeps its automatic kept-set scoring and nothing is set; the hf backend sets nothing."""
+    import dataclasses
+
+    from cli.config.schema import resolve
+    from cli.infer.vllm_memory import VllmPlan
+    from cli.run.rundir import RunDir
+    from cli.train.distributed import Plan
+    from cli.train.plan import UNSLOTH_KEPT_SET_ENV, make_plan
+
+    run = fresh_copy(prepped, tmp_path)
+    share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
+    seen = {}
+    for backend, score in (("unsloth", True), ("unsloth", False), ("hf", False)):
+        cfg = resolve(overrides={"backend": "hf", "grpo.score_rollout_support": score})
+        plan = make_plan(RunDir(run), cfg, Plan(), resume=False, allow_dora_merge=False)
+        plan = dataclasses.replace(plan, backend=backend, use_vllm=True, support=None, vllm=share)
+        seen[backend, score] = (plan.backend_env(), plan.describe()["trainer_logprobs"])
+    assert seen["unsloth", False] == ({UNSLOTH_KEPT_SET_ENV: "0"}, "Unsloth's own, over the full vocabulary")
+    assert seen["unsloth", True][0] == {} and "kept set" in seen["unsloth", True][1]
+    assert seen["hf", False][0] == {}
+    # HF generate has no rollout distribution to match: nothing is set under Unsloth either
+    no_vllm = dataclasses.replace(plan, backend="unsloth", use_vllm=False, vllm=None)
+    assert no_vllm.backend_env() == {}

@@ -298,8 +298,9 @@ class GRPOConfig:
     )
     score_rollout_support: bool = setting(
         True,
-        help="hf backend with vLLM: score the trainer's log-probs over the rollouts' own distribution (min_p/"
-        "top_k/top_p kept set, LM head in the weights' dtype) instead of TRL's full float32 softmax.",
+        help="With vLLM: score the trainer's log-probs over the rollouts' own distribution (min_p/top_k/"
+        "top_p kept set; hf backend: our LM head in the weights' dtype; unsloth: Unsloth's own kept-set "
+        "scoring) instead of the full softmax.",
     )
     vllm_is_min: float = setting(0.5, help="Lower bound of the importance ratio (vllm_is_mode).", ge=0)
     vllm_is_max: float = setting(2.0, help="Upper bound of the importance ratio (vllm_is_mode).", gt=0)

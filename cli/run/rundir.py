@@ -117,6 +117,12 @@ class RunDir:
         return self.path / "sft"
 
     @property
+    def sft_adapter(self) -> Path | None:
+        """The SFT stage's adapter, once it is whole (its config written last), else None."""
+        adapter = self.sft_dir / "adapter"
+        return adapter if (adapter / "adapter_config.json").exists() else None
+
+    @property
     def grpo_dir(self) -> Path:
         return self.path / "grpo"
 

@@ -95,6 +95,11 @@ def import_backend(backend: str, *, use_vllm: bool = False) -> None:
 
 
 # ---- LoRA settings ------------------------------------------------------------------------------
+def uses_dora(cfg: Config, adapter: Path | None) -> bool:
+    """DoRA when the adapter a stage continues has it, or (fresh adapter) when the config asks for it."""
+    return bool(adapter_settings(adapter)["dora"]) if adapter else cfg.lora.dora
+
+
 def adapter_settings(adapter: Path) -> dict[str, Any]:
     """LoRA shape of a saved adapter (so the next stage rebuilds exactly that adapter)."""
     path = Path(adapter) / "adapter_config.json"

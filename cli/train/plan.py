@@ -36,6 +36,8 @@ from cli.train.hardware import Hardware, common_args, training_dtype
 from cli.train.lm_head import Support
 from cli.train.rewards import Reward
 
+UNSLOTH_KEPT_SET_ENV = "UNSLOTH_GRPO_TRUNCATED_SUPPORT"  # unset: Unsloth's automatic kept-set scoring
+
 
 @dataclass(frozen=True)
 class GrpoPlan:
@@ -79,13 +81,10 @@ class GrpoPlan:
             "attempt": self.attempt,
             "checkpoints": str(self.checkpoints),
             "rewards": {r.name: r.weight for r in self.rewards},
-            "budget": {
-                "prompt_tokens": self.budget.prompt,
-                "completion_tokens": self.budget.completion,
-                "sequences_per_rollout": self.budget.sequences,
-            },
+            "budget": {"prompt_tokens": self.budget.prompt, "completion_tokens": self.budget.completion,
+                       "sequences_per_rollout": self.budget.sequences},
             "vllm_gpu_memory_utilization": self.vllm.utilization if self.vllm else None,
-            "trainer_logprobs": f"over {self.support.describe()}" if self.support else "the backend's own",
+            "trainer_logprobs": _logprobs_word(self),
             "importance_sampling": None if not self.use_vllm or mode == "off" else {
                 "mode": mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
@@ -93,6 +92,13 @@ class GrpoPlan:
             "dtype": self.dtype,
             "world_size": self.hardware.world,
         }  # fmt: skip
+
+    def backend_env(self) -> dict[str, str]:
+        """Environment the backend reads when the trainer is built: ``grpo.score_rollout_support: false``
+        turns Unsloth's kept-set scoring off too (docs/importance-sampling.md); an exported value wins."""
+        if self.backend == "unsloth" and self.use_vllm and not self.cfg.grpo.score_rollout_support:
+            return {UNSLOTH_KEPT_SET_ENV: "0"}
+        return {}
 
     # ---- TRL's GRPOConfig ---------------------------------------------------------------------------
     def trl_args(self, eos_token: str) -> dict[str, Any]:
@@ -171,6 +177,13 @@ class GrpoPlan:
         }
 
 
+def _logprobs_word(plan: GrpoPlan) -> str:
+    if plan.support or plan.backend != "unsloth" or not plan.use_vllm:
+        return f"over {plan.support.describe()}" if plan.support else "the backend's own"
+    over = "the full vocabulary" if plan.backend_env() else "the kept set when rollouts are truncated"
+    return f"Unsloth's own, over {over}"
+
+
 def _rollout_word(plan: GrpoPlan) -> str:
     g = plan.cfg.grpo
     if g.vllm_server:
@@ -178,18 +191,6 @@ def _rollout_word(plan: GrpoPlan) -> str:
     if not plan.use_vllm:
         return "HF generate"
     return "vLLM (Unsloth fast_inference)" if plan.backend == "unsloth" else "vLLM (TRL colocate)"
-
-
-def sft_adapter(rd: RunDir) -> Path | None:
-    adapter = rd.sft_dir / "adapter"
-    return adapter if (adapter / "adapter_config.json").exists() else None
-
-
-def uses_dora(cfg: Config, adapter: Path | None) -> bool:
-    """DoRA when the adapter GRPO continues has it, or (fresh adapter) when the config asks for it."""
-    from cli.train import backends
-
-    return bool(backends.adapter_settings(adapter)["dora"]) if adapter else cfg.lora.dora
 
 
 def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_dora_merge: bool) -> GrpoPlan:
@@ -203,15 +204,15 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
 
     g, child = cfg.grpo, ranks.launched()
     # What it will read, before any work: a damaged file or a model path that is not there is one line now.
-    check_run(rd, data=("train.parquet", FILTERED), adapters=[a for a in (sft_adapter(rd),) if a])
+    check_run(rd, data=("train.parquet", FILTERED), adapters=[a for a in (rd.sft_adapter,) if a])
     check_model(cfg, rd)
     distributed.check_batch(
         g.per_device_batch, g.gens, ranks.world_size() if child else launch.world, g.rollout_steps
     )
     check_reporter(g.report_to)
     reward_list = resolve_rewards(g.rewards, cfg.format_spec())
-    adapter = sft_adapter(rd)
-    dora = uses_dora(cfg, adapter)
+    adapter = rd.sft_adapter
+    dora = backends.uses_dora(cfg, adapter)
     url = distributed.server_url(g.vllm_server) if g.vllm_server else None
     attempt, attempt_dir, checkpoint = plan_attempt(rd.grpo_dir / "checkpoints", resume)
     if checkpoint is not None and not child:

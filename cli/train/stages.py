@@ -255,6 +255,8 @@ def _trainer(
         from vllm import SamplingParams
 
         args["vllm_sampling_params"] = SamplingParams(**args["vllm_sampling_params"])
+    for key, value in plan.backend_env().items():  # read by the backend while it trains
+        os.environ.setdefault(key, value)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     obs = Observers(
