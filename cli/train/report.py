@@ -128,7 +128,7 @@ def summary(plan: GrpoPlan, result: GrpoResult) -> dict[str, Any]:
         **r.memory,
         "vllm_gib": plan.vllm.vllm_gib if plan.vllm else None,
         "vllm_gpu_memory_utilization": plan.vllm.utilization if plan.vllm else None,
-        "trainer_logprobs": plan.support.describe() if plan.support else None,
+        "trainer_logprobs": plan.describe()["trainer_logprobs"],  # as --dry-run says it
         "final_reward": r.final_reward,
         "rewards": {w.name: w.weight for w in plan.rewards},
         "objective": r.objective,
