@@ -53,8 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--prompts-from",
         type=Path,
         default=None,
-        help="a prepped run directory: its data/train.parquet questions (in order) instead of the synthetic "
-        "prompts, so the pair can run the same prompts as `grpo grpo`",
+        help="a prepped run directory: the prompts `grpo grpo` trains on there (its data, within prep's "
+        "prompt cut) instead of the synthetic ones, so the pair runs the same prompts",
     )
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--lora-alpha", type=int, default=None, help="default: = r")
@@ -160,21 +160,16 @@ def main(argv: list[str] | None = None) -> int:
 
     n_prompts = args.steps * args.prompts_per_step + 8
     if args.prompts_from is not None:
-        import pandas as pd
+        # the prompts `grpo grpo` trains on, by its own code: the run's rows within prep's cut (the p90)
+        from cli.run.data import read_stats
+        from cli.run.rundir import RunDir, run_config
+        from cli.train.data import grpo_dataset
 
-        table = pd.read_parquet(args.prompts_from / "data" / "train.parquet")
-        # the prompts `grpo grpo` trains on: those within prep's cut (data/stats.json, the p90)
-        stats = json.loads((args.prompts_from / "data" / "stats.json").read_text())
-        cut = stats.get("max_prompt_length")
-        if cut and "prompt_tokens" in table.columns:
-            table = table[table["prompt_tokens"] <= int(cut)]
-        rows = [
-            {"prompt": spec.messages(str(q)), "answer": str(a).strip()}
-            for q, a in zip(table["question"], table["answer"], strict=True)
-        ]
+        rd = RunDir(args.prompts_from)
+        cut = int(read_stats(rd)["max_prompt_length"])
+        dataset, _ = grpo_dataset(run_config(rd), rd, tokenizer, cut)
     else:
-        rows = [{"prompt": prompt(i), "answer": str(i)} for i in range(n_prompts)]
-    dataset = Dataset.from_list(rows)
+        dataset = Dataset.from_list([{"prompt": prompt(i), "answer": str(i)} for i in range(n_prompts)])
 
     reward_time = [0.0]
     rewards = _rewards(spec, reward_time)

@@ -8,7 +8,7 @@
 #   plain  bench/h200_grpo_plain.py, vLLM at auto's share (the same engine settings as `auto`)
 #   plainfree  plain without --force-length (no min_tokens: the rollouts stop as ours do; the random model
 #          never samples EOS, so both still run 1024 tokens)
-#   plaingsm   plainfree on ours' own prompts (the prepped run's GSM8K questions, ≤ 192 tokens)
+#   plaingsm   plainfree on ours' own prompts (grpo grpo's own dataset of the prepped run, within prep's cut)
 #   warm   auto for WARM_STEPS (2) steps: a fresh machine's compile (Unsloth, Triton, vLLM), not measured
 # nvidia-smi samples the GPU's memory during each run (<name>_smi.csv): what the card really held.
 # Needs vLLM importable (shared/tools/vllm-bundle.sh), Unsloth/TRL on PYTHONPATH, py_rewards built.
