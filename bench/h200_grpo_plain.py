@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         "gens": args.gens,
         "completion_len": args.completion_len,
         "mean_completion_len": round(statistics.mean(lengths), 1) if lengths else None,
-        "prompt_len": args.prompt_len,
+        # the synthetic prompts' length; --prompts-from uses the run's own prompts (≤ its cut) instead
+        "prompt_len": None if args.prompts_from else args.prompt_len,
         "prompts_from": str(args.prompts_from) if args.prompts_from else None,
         # TRL's (and Unsloth's) record of the correction: absent when it did not run
         "is_ratio_median": logged("sampling/importance_sampling_ratio/mean"),
