@@ -57,6 +57,7 @@ def training(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "phase_seconds_median": {
             k.removeprefix("phase_").removesuffix("_s"): med(k)
             for k in (
+                "phase_rollout_s",
                 "phase_generate_s",
                 "phase_logprobs_s",
                 "phase_loss_s",
@@ -65,6 +66,16 @@ def training(rows: list[dict[str, Any]]) -> dict[str, Any]:
             )
             if med(k) is not None
         },  # fmt: skip
+        # the phases nest (cli/train/phases.py); these partition a step: generate, this, loss, backward
+        "rollout_rest_s_median": round(statistics.median(rest), 3)
+        if (
+            rest := [
+                r["phase_rollout_s"] - r["phase_generate_s"] - r.get("phase_rewards_s", 0.0)
+                for r in rows
+                if "phase_rollout_s" in r and "phase_generate_s" in r
+            ]
+        )
+        else None,
         "tokens_per_step": round((rows[-1]["num_tokens"] - rows[0]["num_tokens"]) / max(len(rows) - 1, 1))
         if "num_tokens" in rows[0]
         else None,
