@@ -8,6 +8,7 @@ must fail with one line before the training stack is even imported.
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import os
@@ -136,7 +137,8 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     ok(grpo_cli("sft", "--run", str(run), "--backend", "hf", "--max-steps", "2"))
     assert_adapter(run / "sft" / "adapter")
     dapo = tmp_path / "dapo.yaml"  # the DAPO paper's clip-higher and truncation masking, by config
-    dapo.write_text("grpo:\n  epsilon_high: 0.28\n  mask_truncated_completions: true\n")
+    # (and step 2 under torch.profiler: grpo.profile_step)
+    dapo.write_text("grpo:\n  epsilon_high: 0.28\n  mask_truncated_completions: true\n  profile_step: 2\n")
     out = ok(
         grpo_cli(
             "grpo",
@@ -167,6 +169,17 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
         wanted = {"phase_rollout_s", "phase_generate_s", "phase_rewards_s", "phase_loss_s"}
         assert wanted <= set(phases), phases
         assert 0 < phases["phase_generate_s"] <= phases["phase_rollout_s"] <= phases["phase_train_step_s"]
+    # The profiled step: its ops as a table and as numbers, and its timeline; step 1 is not profiled.
+    prof = run / "logs" / "profile"
+    assert sorted(p.name for p in prof.iterdir()) == ["step-2.json", "step-2.trace.json.gz", "step-2.txt"]
+    assert "profile of step 2" in out and "aten::" in (prof / "step-2.txt").read_text()
+    top = json.loads((prof / "step-2.json").read_text())
+    assert top["step"] == 2 and top["time"] == "cpu" and top["wall_s"] > 0
+    assert top["top"] and all(t["calls"] >= 1 and t["self_ms"] >= 0 for t in top["top"])
+    names = {t["name"] for t in top["top"]}
+    assert names & {"aten::mm", "aten::addmm", "aten::bmm", "aten::linear"}, names
+    with gzip.open(prof / "step-2.trace.json.gz", "rt") as f:
+        assert json.load(f)["traceEvents"]
     summary = [r for r in metrics(run) if r["stage"] == "grpo_summary"][-1]
     assert summary["backend"] == "hf"
     assert summary["rewards"] == {"match_format_exactly": 2.0, "check_answer_accuracy": 0.5}

@@ -316,6 +316,12 @@ class GRPOConfig:
         "auto", help="vLLM's share of the GPU: auto (sized from the rollout) or a fraction."
     )
     max_grad_norm: float = setting(1.0, help="Gradient clipping.", gt=0)
+    profile_step: int = setting(
+        0,
+        help="Run this step (from 1; 0: none) under torch.profiler: its ops, kernels and timeline in "
+        "logs/profile/ (cli/train/profile.py).",
+        ge=0,
+    )
 
     @property
     def per_device_batch(self) -> int:

@@ -289,6 +289,10 @@ def _trainer(
     )
     live = make_callback(plan.run, "grpo", spec, obs)
     trainer.add_callback(live)
+    if g.profile_step:
+        from cli.train.profile import profiler_callback
+
+        trainer.add_callback(profiler_callback(g.profile_step, plan.run.logs_dir / "profile"))
     return trainer, obs, live
 
 

@@ -1,0 +1,107 @@
+"""``grpo.profile_step``: one training step under ``torch.profiler``, for where a step's time goes.
+
+The phase clock (:mod:`cli.train.phases`) says how long generation, the log-prob passes, the loss and the
+backward take; this says which kernels and ops fill them. Step N (counted from 1, as the live view counts)
+runs under the profiler, from the trainer's ``on_step_begin`` (before the rollout) to its ``on_step_end``
+(after the optimizer), and the run's ``logs/profile/`` gets
+
+- ``step-N.txt``: the ops by their own time on the device (CPU time without a GPU), the top 40;
+- ``step-N.json``: the same top ops as numbers (name, calls, self and total ms), and the step's wall time;
+- ``step-N.trace.json.gz``: the whole timeline, for Perfetto or chrome://tracing.
+
+A profiled step runs slower than the others (the profiler records every op), so its time is not the
+step time: profile a step after the first (which compiles) and read the others' times from metrics.jsonl.
+Only the main process profiles.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+TOP = 40
+
+
+def profiler_callback(step: int, out_dir: Path) -> Any:
+    """A ``transformers.TrainerCallback`` profiling step ``step`` into ``out_dir`` (built here so that the
+    module imports without transformers); it says in one line where the files are."""
+    from transformers import TrainerCallback
+
+    from cli.run.console import err_console
+
+    class StepProfiler(TrainerCallback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.prof: Any = None
+            self.t0 = 0.0
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.prof is None and state.global_step + 1 == step and state.is_world_process_zero:
+                import torch
+
+                acts = [torch.profiler.ProfilerActivity.CPU]
+                if torch.cuda.is_available():
+                    acts.append(torch.profiler.ProfilerActivity.CUDA)
+                self.prof = torch.profiler.profile(activities=acts)
+                self.prof.__enter__()
+                self.t0 = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.prof is not None and state.global_step >= step:
+                self._write()
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.prof is not None:  # stopped inside the step: what was recorded
+                self._write()
+
+        def _write(self) -> None:
+            import torch
+
+            prof, self.prof = self.prof, None
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            wall = time.perf_counter() - self.t0
+            prof.__exit__(None, None, None)
+            write_profile(prof, step, wall, out_dir, cuda=torch.cuda.is_available())
+            err_console.print(
+                f"[dim]profile of step {step} ({wall:.1f} s under the profiler): {out_dir}/step-{step}.txt, "
+                f"step-{step}.trace.json.gz[/]"
+            )
+
+    return StepProfiler()
+
+
+def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: bool) -> None:
+    """The table, the numbers and the trace of one profiled step (each file written whole or not at all)."""
+    from cli.run.atomic import atomic_write_json, atomic_write_text, follow_umask
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    events = prof.key_averages()
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    atomic_write_text(out_dir / f"step-{step}.txt", events.table(sort_by=key, row_limit=TOP) + "\n")
+    self_of = (lambda e: e.self_device_time_total) if cuda else (lambda e: e.self_cpu_time_total)
+    total_of = (lambda e: e.device_time_total) if cuda else (lambda e: e.cpu_time_total)
+    top = sorted(events, key=self_of, reverse=True)[:TOP]
+    atomic_write_json(
+        out_dir / f"step-{step}.json",
+        {
+            "step": step,
+            "wall_s": round(wall, 3),
+            "time": "device" if cuda else "cpu",
+            "self_ms_all_ops": round(sum(self_of(e) for e in events) / 1e3, 3),
+            "top": [
+                {
+                    "name": e.key,
+                    "calls": e.count,
+                    "self_ms": round(self_of(e) / 1e3, 3),
+                    "total_ms": round(total_of(e) / 1e3, 3),
+                }
+                for e in top
+            ],  # fmt: skip
+        },
+    )
+    trace = out_dir / f"step-{step}.trace.json.gz"
+    partial = trace.with_name(trace.name + ".partial.json.gz")
+    prof.export_chrome_trace(str(partial))  # torch gzips a path ending in .gz
+    follow_umask(partial)
+    partial.replace(trace)
