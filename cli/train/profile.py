@@ -42,9 +42,13 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
                 acts = [torch.profiler.ProfilerActivity.CPU]
                 if torch.cuda.is_available():
                     acts.append(torch.profiler.ProfilerActivity.CUDA)
-                self.prof = torch.profiler.profile(activities=acts)
-                self.prof.__enter__()
-                self.t0 = time.perf_counter()
+                prof = torch.profiler.profile(activities=acts)
+                try:
+                    prof.__enter__()
+                except Exception as e:  # noqa: BLE001 - a diagnostic never stops the training
+                    err_console.print(f"[yellow]note:[/] step {step} not profiled: {e}".rstrip())
+                    return
+                self.prof, self.t0 = prof, time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.prof is not None and state.global_step >= step:
@@ -61,8 +65,14 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             wall = time.perf_counter() - self.t0
-            prof.__exit__(None, None, None)
-            write_profile(prof, step, wall, out_dir, cuda=torch.cuda.is_available())
+            try:
+                prof.__exit__(None, None, None)
+                write_profile(prof, step, wall, out_dir, cuda=torch.cuda.is_available())
+            except Exception as e:  # noqa: BLE001 - a diagnostic never stops the training
+                err_console.print(
+                    f"[yellow]note:[/] the profile of step {step} was not written: {e}".rstrip()
+                )
+                return
             err_console.print(
                 f"[dim]profile of step {step} ({wall:.1f} s under the profiler): {out_dir}/step-{step}.txt, "
                 f"step-{step}.trace.json.gz[/]"
