@@ -50,7 +50,7 @@ model_path() {  # RUN: the HF folder the run trains (the GGUF's import)
 rd = RunDir(sys.argv[1]); print(resolve_model(run_config(rd), rd))' "$1"
 }
 
-config() {  # the run's overrides (the issue's settings; lr 1e-5)
+config() {  # the run's overrides (the issue's settings; lr 1e-5; step 5 under torch.profiler)
   cat > "$W/qc.yaml" <<'YAML'
 max_seq_length: 1024
 sft:
@@ -72,6 +72,7 @@ grpo:
   max_steps: 1000
   save_steps: 20
   logging_steps: 1
+  profile_step: 5
 YAML
   # B: TRL 1.15's vLLM correction as it comes (what the previous runs had)
   { cat "$W/qc.yaml"; printf '  vllm_is_mode: sequence_mask\n  vllm_is_min: 0.0\n  vllm_is_max: 3.0\n  score_rollout_support: false\n'; } > "$W/before.yaml"
@@ -218,7 +219,8 @@ case "${1:-}" in
       evalA.log evalX.log evalD.log phases.log overhead.log overhead runs/A/manifest.json runs/A/eval/samples.jsonl \
       runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
       runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl runs/C/logs/grpo.log \
-      runs/C/grpo/checkpoints/attempt-1/trainer_args.json stacks 2>/dev/null
+      runs/C/grpo/checkpoints/attempt-1/trainer_args.json runs/{A,C,D}/logs/profile/step-5.{txt,json} \
+      stacks 2>/dev/null
     ls -la "$out"
     ;;
   *) sed -n 2,20p "$0"; exit 2 ;;
