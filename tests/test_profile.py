@@ -28,7 +28,8 @@ def test_only_the_chosen_step_is_profiled(tmp_path: Path, capsys) -> None:
     files = sorted(p.name for p in (tmp_path / "profile").iterdir())
     assert files == ["step-2.json", "step-2.trace.json.gz", "step-2.txt"]
     top = json.loads((tmp_path / "profile" / "step-2.json").read_text())
-    assert top["step"] == 2 and "aten::mm" in {t["name"] for t in top["top"]}
+    assert top["step"] == 2 and "aten::mm" in {t["name"] for t in top["ops"]}
+    assert top["time"] == "cpu" and top["kernels"] == [] and top["busy_ms"] > 0
     assert "profile of step 2" in capsys.readouterr().err
 
 

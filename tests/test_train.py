@@ -175,8 +175,8 @@ def test_chain_hf_backend_custom_reward_and_weights(prepped: Path, tmp_path: Pat
     assert "profile of step 2" in out and "aten::" in (prof / "step-2.txt").read_text()
     top = json.loads((prof / "step-2.json").read_text())
     assert top["step"] == 2 and top["time"] == "cpu" and top["wall_s"] > 0
-    assert top["top"] and all(t["calls"] >= 1 and t["self_ms"] >= 0 for t in top["top"])
-    names = {t["name"] for t in top["top"]}
+    assert top["ops"] and all(t["calls"] >= 1 and t["self_ms"] >= 0 for t in top["ops"])
+    names = {t["name"] for t in top["ops"]}
     assert names & {"aten::mm", "aten::addmm", "aten::bmm", "aten::linear"}, names
     with gzip.open(prof / "step-2.trace.json.gz", "rt") as f:
         assert json.load(f)["traceEvents"]

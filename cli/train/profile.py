@@ -6,7 +6,8 @@ runs under the profiler, from the trainer's ``on_step_begin`` (before the rollou
 (after the optimizer), and the run's ``logs/profile/`` gets
 
 - ``step-N.txt``: the ops by their own time on the device (CPU time without a GPU), the top 40;
-- ``step-N.json``: the same top ops as numbers (name, calls, self and total ms), and the step's wall time;
+- ``step-N.json``: the top ops and, with a GPU, the top kernels as numbers (name, calls, self ms), the
+  kernels' busy time and the step's wall time;
 - ``step-N.trace.json.gz``: the whole timeline, for Perfetto or chrome://tracing.
 
 A profiled step runs slower than the others (the profiler records every op), so its time is not the
@@ -42,7 +43,7 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
                 acts = [torch.profiler.ProfilerActivity.CPU]
                 if torch.cuda.is_available():
                     acts.append(torch.profiler.ProfilerActivity.CUDA)
-                prof = torch.profiler.profile(activities=acts)
+                prof = torch.profiler.profile(activities=acts, acc_events=True)  # one cycle: no warning
                 try:
                     prof.__enter__()
                 except Exception as e:  # noqa: BLE001 - a diagnostic never stops the training
@@ -82,34 +83,34 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
 
 
 def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: bool) -> None:
-    """The table, the numbers and the trace of one profiled step (each file written whole or not at all)."""
+    """The table, the numbers and the trace of one profiled step (each file written whole or not at all).
+
+    torch lists the ops (run on the CPU, with the device time of the kernels they launched) and, with a GPU,
+    the kernels themselves: the two are kept apart here so that no time is counted twice."""
     from cli.run.atomic import atomic_write_json, atomic_write_text, follow_umask
 
     out_dir.mkdir(parents=True, exist_ok=True)
     events = prof.key_averages()
+    kernels = [e for e in events if not str(e.device_type).endswith("CPU")]
+    ops = [e for e in events if str(e.device_type).endswith("CPU")]
+
+    def self_of(e: Any) -> float:
+        return float(e.self_device_time_total if cuda else e.self_cpu_time_total)
+
+    def rows(evs: list[Any]) -> list[dict[str, Any]]:
+        top = sorted(evs, key=self_of, reverse=True)[:TOP]
+        return [{"name": e.key, "calls": e.count, "self_ms": round(self_of(e) / 1e3, 3)} for e in top]
+
+    busy_ms = sum(self_of(e) for e in (kernels if cuda else ops)) / 1e3
+    head = (f"step {step}: {wall:.3f} s under the profiler; {busy_ms:.1f} ms of "
+            f"{'kernels on the GPU' if cuda else 'ops on the CPU'}\n")  # fmt: skip
     key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    atomic_write_text(out_dir / f"step-{step}.txt", events.table(sort_by=key, row_limit=TOP) + "\n")
-    self_of = (lambda e: e.self_device_time_total) if cuda else (lambda e: e.self_cpu_time_total)
-    total_of = (lambda e: e.device_time_total) if cuda else (lambda e: e.cpu_time_total)
-    top = sorted(events, key=self_of, reverse=True)[:TOP]
+    atomic_write_text(out_dir / f"step-{step}.txt", head + events.table(sort_by=key, row_limit=TOP) + "\n")
     atomic_write_json(
         out_dir / f"step-{step}.json",
-        {
-            "step": step,
-            "wall_s": round(wall, 3),
-            "time": "device" if cuda else "cpu",
-            "self_ms_all_ops": round(sum(self_of(e) for e in events) / 1e3, 3),
-            "top": [
-                {
-                    "name": e.key,
-                    "calls": e.count,
-                    "self_ms": round(self_of(e) / 1e3, 3),
-                    "total_ms": round(total_of(e) / 1e3, 3),
-                }
-                for e in top
-            ],  # fmt: skip
-        },
-    )
+        {"step": step, "wall_s": round(wall, 3), "time": "device" if cuda else "cpu",
+         "busy_ms": round(busy_ms, 3), "ops": rows(ops), "kernels": rows(kernels) if cuda else []},
+    )  # fmt: skip
     trace = out_dir / f"step-{step}.trace.json.gz"
     partial = trace.with_name(trace.name + ".partial.json.gz")
     prof.export_chrome_trace(str(partial))  # torch gzips a path ending in .gz
