@@ -164,8 +164,9 @@ case "${1:-}" in
     wait "$a"; stamp "evalA exit $?"; touch "$W/eval.done"
     ;;
   solo)  # A alone: the GPU to itself (side by side with B, A's median step was 7.8 s against 3.3-4.5 s alone),
-    # then, side by side (their timings are not the measurement): GSM8K base/SFT/GRPO in one call, MATH500 of
-    # SFT and A, and C (Unsloth + fast_inference, C_STEPS steps) for its IS ratio
+    # then, side by side (their timings are not the measurement): GSM8K base/SFT/GRPO in one call and MATH500
+    # of SFT and A; then, once they are done (its vLLM start failed beside them in round 5), C alone (Unsloth +
+    # fast_inference, C_STEPS steps or C_SECONDS) for its IS ratio, as far as the lease goes
     config; rm -rf "$W/runs/A" "$W/runs/C"; cp -r "$W/runs/sft" "$W/runs/A"; cp -r "$W/runs/sft" "$W/runs/C"
     stamp "A (solo) start"
     until_deadline A "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on
@@ -176,11 +177,11 @@ case "${1:-}" in
     ( python3 bench/eval_checkpoints.py --a "$W/runs/A" --gsm8k "$W/data/gsm8k/test.jsonl" \
         --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1
       stamp "evalX exit $?" ) & x=$!
-    sleep 60
+    wait "$a" "$x"; stamp "evaluations done"; touch "$W/solo_eval.done"
     until_deadline C "${C_SECONDS:-420}" python3 -m cli grpo --run "$W/runs/C" --config "$W/unsloth.yaml" \
       --backend unsloth --vllm on
     stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"
-    wait "$a" "$x"; touch "$W/solo.done"
+    touch "$W/solo.done"
     ;;
   unsloth)  # C alone: the Unsloth backend + fast_inference on A's settings, for its IS ratio and step time
     config; rm -rf "$W/runs/C"; cp -r "$W/runs/sft" "$W/runs/C"
