@@ -27,6 +27,7 @@ TOP = 40
 def profiler_callback(step: int, out_dir: Path) -> Any:
     """A ``transformers.TrainerCallback`` profiling step ``step`` into ``out_dir`` (built here so that the
     module imports without transformers); it says in one line where the files are."""
+    from rich.markup import escape
     from transformers import TrainerCallback
 
     from cli.run.console import err_console
@@ -47,7 +48,7 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
                 try:
                     prof.__enter__()
                 except Exception as e:  # noqa: BLE001 - a diagnostic never stops the training
-                    err_console.print(f"[yellow]note:[/] step {step} not profiled: {e}".rstrip())
+                    err_console.print(f"[yellow]note:[/] step {step} not profiled: {escape(str(e))}".rstrip())
                     return
                 self.prof, self.t0 = prof, time.perf_counter()
 
@@ -71,11 +72,12 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
                 write_profile(prof, step, wall, out_dir, cuda=torch.cuda.is_available())
             except Exception as e:  # noqa: BLE001 - a diagnostic never stops the training
                 err_console.print(
-                    f"[yellow]note:[/] the profile of step {step} was not written: {e}".rstrip()
+                    f"[yellow]note:[/] the profile of step {step} was not written: {escape(str(e))}".rstrip()
                 )
                 return
+            where = escape(str(out_dir / f"step-{step}.txt"))
             err_console.print(
-                f"[dim]profile of step {step} ({wall:.1f} s under the profiler): {out_dir}/step-{step}.txt, "
+                f"[dim]profile of step {step} ({wall:.1f} s under the profiler): {where}, "
                 f"step-{step}.trace.json.gz[/]"
             )
 
@@ -112,7 +114,10 @@ def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: boo
          "busy_ms": round(busy_ms, 3), "ops": rows(ops), "kernels": rows(kernels) if cuda else []},
     )  # fmt: skip
     trace = out_dir / f"step-{step}.trace.json.gz"
-    partial = trace.with_name(trace.name + ".partial.json.gz")
-    prof.export_chrome_trace(str(partial))  # torch gzips a path ending in .gz
-    follow_umask(partial)
-    partial.replace(trace)
+    partial = trace.with_name(f".step-{step}.partial.trace.json.gz")
+    try:
+        prof.export_chrome_trace(str(partial))  # torch gzips a path ending in .gz
+        follow_umask(partial)
+        partial.replace(trace)
+    finally:
+        partial.unlink(missing_ok=True)

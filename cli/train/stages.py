@@ -292,6 +292,10 @@ def _trainer(
     if g.profile_step:
         from cli.train.profile import profiler_callback
 
+        if g.profile_step > g.max_steps > 0:
+            err_console.print(f"[yellow]note:[/] grpo.profile_step {g.profile_step} is after the last step "
+                              f"({g.max_steps}): nothing will be profiled")  # fmt: skip
+
         trainer.add_callback(profiler_callback(g.profile_step, plan.run.logs_dir / "profile"))
     return trainer, obs, live
 
