@@ -53,9 +53,20 @@ test-rust:
 # lets tests/test_rewards.py check that a Rust panic is a Python exception.
 DEBUG_CORE_DIR := target/debug-hooks
 
+# The kill-and-resume tests (tests/test_faults.py: ~22 `grpo` process starts, 6 min of one core) run beside
+# the rest, which keeps one of the two cores busy most of the time: the suite's wall time drops by theirs.
+# Each pytest gets its own --basetemp; tests/budget.py stretches every test's limit by the load it sees.
+TEST_ENV = PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/debug/libreward_core.so HF_HUB_OFFLINE=1
+BESIDE ?= tests/test_faults.py
+
 test-py: has-py
 	cargo build -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
-	PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/debug/libreward_core.so HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15
+	@tmp=$$(mktemp -d); \
+	$(TEST_ENV) $(PY) -m pytest -q --durations=5 --basetemp=$$tmp/beside $(BESIDE) > $$tmp/beside.log 2>&1 & \
+	beside=$$!; trap 'kill $$beside 2>/dev/null; rm -rf '"$$tmp" EXIT; \
+	$(TEST_ENV) $(PY) -m pytest -q --durations=15 --basetemp=$$tmp/main --ignore=$(BESIDE) $(TESTS); rc=$$?; \
+	wait $$beside; brc=$$?; echo "== $(BESIDE), run beside the rest =="; cat $$tmp/beside.log; \
+	[ $$rc -eq 0 ] && [ $$brc -eq 0 ]
 
 test-fast: has-py
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
