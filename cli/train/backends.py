@@ -280,6 +280,8 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from cli.train.lora_inputs import skip_casts_under_autocast
+
     dtype = _torch_dtype(cfg.dtype)
     if dtype is None:
         if torch.cuda.is_available():
@@ -310,6 +312,7 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
         raise GrpoError(
             f"cannot attach LoRA to {cfg.model!r}: {_first_line(exc)} (check lora.target_modules)"
         ) from None
+    skip_casts_under_autocast(model)  # float32 adapters on bf16 weights: no input copy under autocast
     return model
 
 
