@@ -97,6 +97,51 @@ def paired(a: list[float], b: list[float]) -> dict[str, Any]:
     }
 
 
+def extra_pairs(by: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """GRPO − SFT by `math_equal` and by the last number, and the honest "before": GRPO under our tags
+    against the base model in its own chat template, both read by the last number in the completion."""
+
+    def col(name: str, key: str) -> list[float]:
+        return [float(s[key]) for s in by[name]]
+
+    out = {}
+    if all("correct_math" in s for s in by["sft"] + by["grpo"]):
+        out["grpo_minus_sft_accuracy_math"] = paired(col("sft", "correct_math"), col("grpo", "correct_math"))
+    if "base-chat" in by and all("correct_lenient" in s for s in by["base-chat"] + by["grpo"]):
+        # the same 1,319 questions in the same order in every checkpoint of one eval call
+        assert [s["question"] for s in by["base-chat"]] == [s["question"] for s in by["grpo"]]
+        out["grpo_minus_base_chat_last_number"] = paired(
+            col("base-chat", "correct_lenient"), col("grpo", "correct_lenient")
+        )
+    return out
+
+
+KINDS = (  # a kernel's kind by its name, first match wins (the table of learning-gpu.md, round 11)
+    ("dtype copies", ("direct_copy", "bfloat16_copy", "Memcpy")),
+    ("matrix multiplies", ("nvjet", "gemm", "Gemm", "splitKreduce")),
+    ("attention", ("fmha", "flash::", "FlashAttn")),
+    ("vLLM's own", ("triton_", "vllm::", "_min_p", "topk")),
+    ("annotations", ("Optimizer.",)),
+)
+
+
+def profile_kinds(path: Path) -> dict[str, Any]:
+    """A step's top kernels (``grpo.profile_step``'s json) summed by kind, with the GPU's idle time."""
+    prof = json.loads(path.read_text())
+    kinds: dict[str, float] = {}
+    for k in prof["kernels"]:
+        kind = next((n for n, keys in KINDS if any(x in k["name"] for x in keys)), "elementwise and other")
+        kinds[kind] = kinds.get(kind, 0.0) + k["self_ms"]
+    return {
+        "step": prof["step"],
+        "wall_s": prof["wall_s"],
+        "kernels_busy_ms": prof["busy_ms"],
+        "idle_ms": round(prof["wall_s"] * 1e3 - prof["busy_ms"], 1),
+        "top_kernels_ms": round(sum(kinds.values()), 1),
+        "by_kind_ms": {k: round(v, 1) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path)
@@ -133,6 +178,7 @@ def main() -> int:
             "grpo_minus_sft_accuracy": paired([float(s["correct"]) for s in by["sft"]],
                                               [float(s["correct"]) for s in by["grpo"]]),
             "grpo_minus_sft_reward": next(p for p in report["paired"] if (p["a"], p["b"]) == ("sft", "grpo")),
+            **extra_pairs(by),
         },
         "same_step": {k: v for k, v in checks.get("same_step", {}).items() if k != "results"},
         "math500": {k: v for k, v in checks["math500"].items() if k != "results"},
@@ -142,6 +188,8 @@ def main() -> int:
         },
         "is_floor": {k: v for k, v in floor.items() if isinstance(v, dict)},
     }  # fmt: skip
+    if (res / "A_profile_step5.json").exists():
+        out["profile"] = profile_kinds(res / "A_profile_step5.json")
     for part, name in (("same_step", "grpo"), ("same_step", "sft")) if "same_step" in checks else ():
         rows = [s for s in later if s["part"] == part and s["checkpoint"] == name]
         out[f"sft_to_{'A' if name == 'grpo' else 'B'}_at_{checks['same_step']['step']}_cross_call"] = paired(
