@@ -27,6 +27,8 @@
 #                                                    #   GRPO_SECONDS, then GSM8K SFT/GRPO in one call
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
 # STACKS=SECONDS: every Python process writes its threads' stacks to $W/stacks/<pid>.txt every SECONDS.
+# C_ENV: variables for C alone, e.g. C_ENV=UNSLOTH_BLOCK_COMPILE=0 (Unsloth 2026.10's per-decoder-block
+# torch.compile off: its first step on a fresh machine ran past 7 minutes on this model, 2026-12-04).
 # PREP_CPUS (e.g. 12-15) pins the GGUF import and prep to those cores, so they can run beside `overhead`
 # (whose runs then keep OVERHEAD_CPUS, e.g. 0-11: both sides of the pair alike); WAIT_OVERHEAD=1 holds
 # the SFT (GPU) until `overhead` is done.
@@ -178,16 +180,16 @@ case "${1:-}" in
         --math "$W/data/math/test.jsonl" --out "$W/eval_checkpoints.json" > "$W/evalX.log" 2>&1
       stamp "evalX exit $?" ) & x=$!
     wait "$a" "$x"; stamp "evaluations done"; touch "$W/solo_eval.done"
-    until_deadline C "${C_SECONDS:-420}" python3 -m cli grpo --run "$W/runs/C" --config "$W/unsloth.yaml" \
-      --backend unsloth --vllm on
+    until_deadline C "${C_SECONDS:-420}" env ${C_ENV:-} python3 -m cli grpo --run "$W/runs/C" \
+      --config "$W/unsloth.yaml" --backend unsloth --vllm on
     stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"
     touch "$W/solo.done"
     ;;
   unsloth)  # C alone: the Unsloth backend + fast_inference on A's settings, for its IS ratio and step time
     config; rm -rf "$W/runs/C"; cp -r "$W/runs/sft" "$W/runs/C"
     stamp "C (alone) start"
-    until_deadline C "${C_SECONDS:-480}" python3 -m cli grpo --run "$W/runs/C" --config "$W/unsloth.yaml" \
-      --backend unsloth --vllm on
+    until_deadline C "${C_SECONDS:-480}" env ${C_ENV:-} python3 -m cli grpo --run "$W/runs/C" \
+      --config "$W/unsloth.yaml" --backend unsloth --vllm on
     stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"; touch "$W/unsloth.done"
     ;;
   dynamic)  # D alone for GRPO_SECONDS, then GSM8K (SFT and D in one call)
