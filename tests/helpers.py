@@ -238,37 +238,13 @@ def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False)
 # ---- tiny models of other shapes -----------------------------------------------------------------
 def tiny_qwen2_pad_eos(dest: Path) -> Path:
     """A random 2-layer Qwen2 whose tokenizer is laid out as the one transformers builds from a Qwen2.5 GGUF:
-    pad = eos = ``<|endoftext|>``, three added tokens, and ``<|fim_pad|>`` in the vocabulary but not added."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    from cli.models.resolve import _training_text
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
-    tok.train_from_iterator(_training_text(), trainer=trainer)
-    data = json.loads(tok.to_str())
-    data["model"]["vocab"]["<|fim_pad|>"] = len(data["model"]["vocab"])  # a plain vocabulary entry
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=Tokenizer.from_str(json.dumps(data)),
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-        model_max_length=2048,
-    )
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=True,
-        eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
-    )  # fmt: skip
-    Qwen2ForCausalLM(config).save_pretrained(dest)
-    fast.save_pretrained(dest)
-    return dest
+    pad = eos = ``<|endoftext|>``, three added tokens, and ``<|fim_pad|>`` in the vocabulary but not added
+    (bench/pad_eos_model.py builds it; the GPU check of bench/h200_pad_eos.sh uses the same function)."""
+    spec = importlib.util.spec_from_file_location("pad_eos_model", REPO / "bench" / "pad_eos_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build(dest)
 
 
 def tiny_llama(dest: Path) -> Path:
