@@ -23,6 +23,7 @@
 #   bash bench/h200_qwen_coder.sh solo               # (background) A alone on the GPU for GRPO_SECONDS, then
 #                                                    #   its evaluations (GSM8K base/SFT/GRPO in one call, MATH500)
 #   bash bench/h200_qwen_coder.sh unsloth            # (background) C alone on the GPU: C_STEPS steps, its IS ratio
+#   bash bench/h200_qwen_coder.sh hf                 # (background) A alone for GRPO_SECONDS, no evaluations
 #   bash bench/h200_qwen_coder.sh dynamic            # (background) D = A + grpo.dynamic_sampling, alone, for
 #                                                    #   GRPO_SECONDS, then GSM8K SFT/GRPO in one call
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
@@ -191,6 +192,12 @@ case "${1:-}" in
     until_deadline C "${C_SECONDS:-480}" env ${C_ENV:-} python3 -m cli grpo --run "$W/runs/C" \
       --config "$W/unsloth.yaml" --backend unsloth --vllm on
     stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"; touch "$W/unsloth.done"
+    ;;
+  hf)  # A alone for GRPO_SECONDS (e.g. 180), no evaluations: its step time and step-5 profile against round 11's
+    config; rm -rf "$W/runs/A"; cp -r "$W/runs/sft" "$W/runs/A"
+    stamp "A (hf, timing only) start"
+    until_deadline A "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on
+    stamp "A done: $(grep -E '^(grpo done|interrupted)' "$W/A.log" | tail -1)"; touch "$W/hf.done"
     ;;
   dynamic)  # D alone for GRPO_SECONDS, then GSM8K (SFT and D in one call)
     config; rm -rf "$W/runs/D"; cp -r "$W/runs/sft" "$W/runs/D"
