@@ -105,6 +105,35 @@ def test_one_writer_per_run_directory(tmp_path: Path) -> None:
     release_locks()
 
 
+def test_a_holder_not_yet_named_is_waited_for(tmp_path: Path) -> None:
+    """Two `grpo prep` into one new run: the loser met the lock in the moment between the winner taking it and
+    writing .grpo.lock, and said "another grpo command" (seen in CI). It now waits for the name, briefly."""
+    import fcntl
+    import threading
+
+    from cli.common import GrpoError
+    from cli.run import lock
+
+    run = tmp_path / "run"
+    run.mkdir()
+    held = os.open(run, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # the winner holds the lock and has not named itself yet
+    info = {"pid": 4242, "command": "grpo prep", "since": "now"}
+    timer = threading.Timer(0.3, atomic_write_text, (run / lock.LOCK_NAME, json.dumps(info) + "\n"))
+    timer.start()
+    other = os.open(run, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(GrpoError, match=r"in use by `grpo prep` \(pid 4242"):
+            lock._lock(other, run)
+        (run / lock.LOCK_NAME).unlink()  # a holder that never names itself (a read-only run): said so
+        with pytest.raises(GrpoError, match="in use by another grpo command"):
+            lock._lock(other, run)
+    finally:
+        timer.join()
+        os.close(other)
+        os.close(held)
+
+
 def test_no_run_directory(runner, tmp_path):
     from cli.common import GrpoError
     from cli.run.rundir import RunDir

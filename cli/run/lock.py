@@ -25,6 +25,7 @@ from cli.run.atomic import atomic_write_text
 
 LOCK_NAME = ".grpo.lock"  # who holds the run (pid, command, since), there only while it is held
 PARENT_WAIT = 5.0  # seconds to wait for the folder above a new run (held for a mkdir by another command)
+HOLDER_WAIT = 2.0  # seconds to wait for a holder that has the lock but has not yet written LOCK_NAME
 
 
 _HELD: dict[str, int] = {}  # resolved run path -> fd of the locked run folder, held by this process
@@ -144,14 +145,27 @@ def _lock(fd: int, path: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        try:
-            holder = json.loads((path / LOCK_NAME).read_text())
-        except (OSError, ValueError):
-            holder = {}
+        # The holder names itself right after it takes the lock; two commands making the same new run can
+        # meet in between (each may lock a different folder above it, the nearest one that exists when it
+        # looks), so give it a moment before saying "another grpo command".
+        holder = _holder(path)
+        deadline = time.monotonic() + HOLDER_WAIT
+        while not holder and time.monotonic() < deadline:
+            time.sleep(0.05)
+            holder = _holder(path)
         who = "another grpo command"
-        if isinstance(holder, dict) and holder:
+        if holder:
             who = f"`{holder.get('command')}` (pid {holder.get('pid')}, since {holder.get('since')})"
         raise GrpoError(
             f"{path} is in use by {who}: wait for it to end or stop it — two commands writing one "
             "run directory would mix their checkpoints, config and metrics"
         ) from None
+
+
+def _holder(path: Path) -> dict[str, object]:
+    """What ``LOCK_NAME`` says of the holder; empty while it is missing, half written or not an object."""
+    try:
+        holder = json.loads((path / LOCK_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
