@@ -89,12 +89,14 @@ def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: boo
 
     torch lists the ops (run on the CPU, with the device time of the kernels they launched) and, with a GPU,
     the kernels themselves: the two are kept apart here so that no time is counted twice."""
+    from torch.autograd import DeviceType
+
     from cli.run.atomic import atomic_write_json, atomic_write_text, follow_umask
 
     out_dir.mkdir(parents=True, exist_ok=True)
     events = prof.key_averages()
-    kernels = [e for e in events if not str(e.device_type).endswith("CPU")]
-    ops = [e for e in events if str(e.device_type).endswith("CPU")]
+    kernels = [e for e in events if e.device_type != DeviceType.CPU]
+    ops = [e for e in events if e.device_type == DeviceType.CPU]
 
     def self_of(e: Any) -> float:
         return float(e.self_device_time_total if cuda else e.self_cpu_time_total)
