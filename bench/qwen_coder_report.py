@@ -98,8 +98,8 @@ def paired(a: list[float], b: list[float]) -> dict[str, Any]:
 
 
 def extra_pairs(by: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """GRPO − SFT by `math_equal` and by the last number, and the honest "before": GRPO under our tags
-    against the base model in its own chat template, both read by the last number in the completion."""
+    """GRPO − SFT by `math_equal`, and the honest "before": GRPO under our tags against the base model in
+    its own chat template, both read by the last number in the completion."""
 
     def col(name: str, key: str) -> list[float]:
         return [float(s[key]) for s in by[name]]
