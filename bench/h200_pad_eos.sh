@@ -7,7 +7,8 @@
 #
 #   bash bench/h200_qwen_coder.sh unpack PARTS     # first: the Unsloth/TRL and vLLM bundles into $W
 #   bash bench/h200_pad_eos.sh OUT                 # ~3 min warm; Unsloth's first GRPO step compiles
-# PAD_ENV: variables for the Unsloth runs, e.g. PAD_ENV=UNSLOTH_BLOCK_COMPILE=0.
+# PAD_ENV: variables for the Unsloth runs, e.g. PAD_ENV=UNSLOTH_BLOCK_COMPILE=0; PAD_TIMEOUT: seconds a stage
+# may take (420).
 set -uo pipefail
 out=${1:?usage: h200_pad_eos.sh OUT}
 W=${W:-/tmp/qc}
@@ -38,7 +39,7 @@ for backend in hf unsloth; do
   envs=(); [ "$backend" = unsloth ] && envs=(${PAD_ENV:-})
   for stage in sft grpo; do
     args=(); [ "$stage" = grpo ] && args=(--vllm "${VLLM:-on}")  # VLLM=off: a CPU check of this script
-    timeout 420 env "${envs[@]}" python3 -m cli "$stage" --run "$run" --backend "$backend" "${args[@]}" \
+    timeout "${PAD_TIMEOUT:-420}" env "${envs[@]}" python3 -m cli "$stage" --run "$run" --backend "$backend" "${args[@]}" \
       > "$out/${backend}_$stage.log" 2>&1
     echo "$backend $stage: exit $? — $(grep -E '^(sft done|grpo done|error)' "$out/${backend}_$stage.log" | tail -1)"
   done

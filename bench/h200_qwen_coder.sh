@@ -26,6 +26,10 @@
 #   bash bench/h200_qwen_coder.sh hf                 # (background) A alone for GRPO_SECONDS, no evaluations
 #   bash bench/h200_qwen_coder.sh dynamic            # (background) D = A + grpo.dynamic_sampling, alone, for
 #                                                    #   GRPO_SECONDS, then GSM8K SFT/GRPO in one call
+#   bash bench/h200_qwen_coder.sh backends PARTS_DIR # (background) what the learning issue still lacks, in one
+#                                                    #   lease: h200_pad_eos.sh (both backends) beside the GGUF
+#                                                    #   import, prep's SFT after it, then `unsloth`, then `hf`
+#                                                    #   (GRPO_SECONDS=HF_SECONDS, default 180)
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
 # STACKS=SECONDS: every Python process writes its threads' stacks to $W/stacks/<pid>.txt every SECONDS.
 # C_ENV: variables for C alone, e.g. C_ENV=UNSLOTH_BLOCK_COMPILE=0 (Unsloth 2026.10's per-decoder-block
@@ -134,6 +138,11 @@ case "${1:-}" in
       || { stamp "prep failed"; tail -5 "$W/prep.log"; exit 1; }
     stamp "prep done: $(tail -1 "$W/prep.log")"
     while [ -n "${WAIT_OVERHEAD:-}" ] && [ ! -e "$W/overhead.done" ]; do sleep 2; done  # its timings alone
+    # WAIT_SFT=FILE [WAIT_SFT_MAX s, default 360]: the SFT waits for $W/FILE, so no vLLM start elsewhere on the
+    # GPU sizes its cache while the SFT's memory grows
+    for _ in $(seq $(( ${WAIT_SFT_MAX:-360} / 2 ))); do
+      { [ -z "${WAIT_SFT:-}" ] || [ -e "$W/$WAIT_SFT" ]; } && break; sleep 2
+    done
     grpo sft --run "$W/runs/sft" --config "$W/qc.yaml" --backend hf > "$W/sft.log" 2>&1 \
       || { stamp "sft failed"; tail -5 "$W/sft.log"; exit 1; }
     stamp "$(grep -E '^sft done' "$W/sft.log")"
@@ -207,6 +216,20 @@ case "${1:-}" in
     grpo eval --run "$W/runs/D" --source "$W/data/gsm8k/test.jsonl" --models sft,grpo --engine vllm \
       --max-new-tokens 384 > "$W/evalD.log" 2>&1; stamp "evalD exit $?"; touch "$W/dynamic.done"
     ;;
+  backends)  # pad = eos on both backends (tiny model) while the GGUF arrives and imports; then C alone (the
+    # Unsloth path's IS ratio and step time, C_ENV), then A alone for HF_SECONDS (the hf step after the LoRA
+    # input fix). The last part's call touches PARTS_DIR/gguf.done.
+    parts=${2:?parts dir}
+    while [ ! -e "$W/unpack.done" ]; do sleep 2; done
+    ( bash bench/h200_pad_eos.sh "$W/padeos" > "$W/padeos.log" 2>&1; stamp "pad_eos exit $?" >> "$W/phases.log"
+      touch "$W/padeos.done" ) &
+    while [ ! -e "$parts/gguf.done" ]; do sleep 2; done
+    WAIT_SFT=padeos.done bash "$0" prep "$parts" || exit 1
+    wait
+    bash "$0" unsloth
+    GRPO_SECONDS=${HF_SECONDS:-180} bash "$0" hf
+    stamp "backends done"; touch "$W/backends.done"
+    ;;
   chain)
     bash "$0" prep "${2:?parts dir}" && bash "$0" train && bash "$0" eval; stamp "chain exit $?"; touch "$W/chain.done"
     ;;
@@ -215,7 +238,7 @@ case "${1:-}" in
     bash "$0" status
     ;;
   status)
-    for f in phases.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
+    for f in phases.log padeos.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
       [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
     done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     ;;
@@ -230,7 +253,7 @@ case "${1:-}" in
       runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
       runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl runs/C/logs/grpo.log \
       runs/C/grpo/checkpoints/attempt-1/trainer_args.json runs/{A,C,D}/logs/profile/step-5.{txt,json} \
-      stacks 2>/dev/null
+      padeos stacks 2>/dev/null
     ls -la "$out"
     ;;
   *) sed -n 2,20p "$0"; exit 2 ;;
