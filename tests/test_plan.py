@@ -139,3 +139,56 @@ def test_score_rollout_support_switches_unsloths_kept_set_scoring_too(prepped: P
     # HF generate has no rollout distribution to match: nothing is set under Unsloth either
     no_vllm = dataclasses.replace(plan, backend="unsloth", use_vllm=False, vllm=None)
     assert no_vllm.backend_env() == {}
+
+
+def test_unsloth_scores_kept_sets_in_small_mini_batches(prepped: Path, tmp_path: Path) -> None:
+    """Under Unsloth with truncated vLLM rollouts, the plan caps each of Unsloth's scoring mini-batches at
+    UNSLOTH_SCORING_ROWS rows (its compiled kept-set scorer unrolls rows x 4 chunks: 128 rows in one
+    mini-batch did not finish compiling in 6.6 min on the H200), an even share where a count divides the
+    batch; nothing is set where Unsloth takes its fused path or another backend runs."""
+    import dataclasses
+
+    from cli.config.schema import resolve
+    from cli.infer.vllm_memory import VllmPlan
+    from cli.run.rundir import RunDir
+    from cli.train.distributed import Plan
+    from cli.train.plan import UNSLOTH_SCORING_ROWS, make_plan
+
+    run = fresh_copy(prepped, tmp_path)
+    share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
+
+    def mini(backend: str = "unsloth", vllm: bool = True, **grpo: object) -> object:
+        over = {"backend": "hf", "grpo.gens": 4, **{f"grpo.{k}": v for k, v in grpo.items()}}
+        plan = make_plan(RunDir(run), resolve(overrides=over), Plan(), resume=False, allow_dora_merge=False)
+        plan = dataclasses.replace(
+            plan, backend=backend, use_vllm=vllm, support=None, vllm=share if vllm else None
+        )
+        args = plan.trl_args("<|endoftext|>")
+        assert args.get("unsloth_grpo_mini_batch") == plan.unsloth_mini_batches()
+        assert plan.describe()["unsloth_scoring_mini_batches"] == plan.unsloth_mini_batches()
+        return plan.unsloth_mini_batches()
+
+    assert UNSLOTH_SCORING_ROWS == 8
+    assert mini(batch_size=128, min_p=0.1) == 16  # the 1.5B run: 16 mini-batches of 8 rows
+    assert mini(batch_size=12, min_p=0.1) == 2  # 6 rows each: an even split
+    assert mini(batch_size=4, min_p=0.1) == 1
+    assert mini(batch_size=104, top_k=20, min_p=0.0) == 13  # 8 rows each
+    assert mini(batch_size=36, top_p=0.9, min_p=0.0) == 6  # 5 would leave 8, 8, 8, 8, 4: 6 of 6 rows
+    # Untruncated rollouts (Unsloth's fused scorer), its kept-set scoring off, HF generate, the hf backend
+    assert mini(batch_size=128, min_p=0.0) is None
+    assert mini(batch_size=128, min_p=0.1, score_rollout_support=False) is None
+    assert mini(batch_size=128, min_p=0.1, vllm=False) is None
+    assert mini("hf", batch_size=128, min_p=0.1) is None
+
+
+def test_an_unsloth_that_drops_a_field_refuses_with_one_line() -> None:
+    from types import SimpleNamespace
+
+    from cli.train.stages import kept_unsloth_args
+
+    args = {"unsloth_grpo_mini_batch": 16, "min_p": 0.1}
+    kept_unsloth_args(SimpleNamespace(unsloth_grpo_mini_batch=16, min_p=0.1), args)  # kept: nothing said
+    with pytest.raises(
+        GrpoError, match=r"does not keep unsloth_grpo_mini_batch: install the Unsloth version"
+    ):
+        kept_unsloth_args(SimpleNamespace(min_p=0.1), args)

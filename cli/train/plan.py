@@ -37,6 +37,8 @@ from cli.train.lm_head import Support
 from cli.train.rewards import Reward
 
 UNSLOTH_KEPT_SET_ENV = "UNSLOTH_GRPO_TRUNCATED_SUPPORT"  # unset: Unsloth's automatic kept-set scoring
+# Rows in one of Unsloth's scoring mini-batches while it scores over the kept set (see unsloth_mini_batches).
+UNSLOTH_SCORING_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class GrpoPlan:
                 "mode": mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
             "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
+            "unsloth_scoring_mini_batches": self.unsloth_mini_batches(),
             "dtype": self.dtype,
             "world_size": self.hardware.world,
         }  # fmt: skip
@@ -99,6 +102,26 @@ class GrpoPlan:
         if self.backend == "unsloth" and self.use_vllm and not self.cfg.grpo.score_rollout_support:
             return {UNSLOTH_KEPT_SET_ENV: "0"}
         return {}
+
+    def unsloth_mini_batches(self) -> int | None:
+        """How many mini-batches Unsloth scores a batch's log-probs in (its ``unsloth_grpo_mini_batch``: a
+        count, despite the name), or None to leave it to Unsloth.
+
+        Over the kept set of truncated vLLM rollouts (min_p, top_k, top_p), Unsloth 2026.10 scores with a
+        ``torch.compile(fullgraph=True)`` function that unrolls ``rows x 4`` chunks into one graph, and left
+        to itself on a GPU with room it puts the whole batch in one mini-batch: 128 rows, 512 chunks on the
+        1.5B run, whose first step was still compiling after 6.6 min on the H200 (2026-12-04; the compile
+        grows with the chunk count: bench/unsloth_scoring_compile.py). So each mini-batch gets at most
+        ``UNSLOTH_SCORING_ROWS`` rows (32 chunks, the size whose first step compiled in 71 s there), and an
+        equal share of the batch when a count divides it, so every mini-batch reuses one compiled graph."""
+        g = self.cfg.grpo
+        truncated = g.min_p > 0 or bool(g.top_k) or g.top_p < 1
+        if self.backend != "unsloth" or not self.use_vllm or not truncated or self.backend_env():
+            return None
+        rows = g.per_device_batch
+        fewest = -(-rows // UNSLOTH_SCORING_ROWS)
+        even = [n for n in range(fewest, -(-rows // (UNSLOTH_SCORING_ROWS // 2)) + 1) if rows % n == 0]
+        return even[0] if even else fewest
 
     # ---- TRL's GRPOConfig ---------------------------------------------------------------------------
     def trl_args(self, eos_token: str) -> dict[str, Any]:
@@ -165,7 +188,9 @@ class GrpoPlan:
                 "min_p": g.min_p, "top_p": g.top_p, "top_k": g.top_k or -1, "seed": self.cfg.seed,
                 "stop": stops, "include_stop_str_in_output": True,
             }  # fmt: skip
-            return {"use_vllm": True, "vllm_sampling_params": params, **correction}
+            batches = self.unsloth_mini_batches()
+            mini = {"unsloth_grpo_mini_batch": batches} if batches else {}
+            return {"use_vllm": True, "vllm_sampling_params": params, **mini, **correction}
         # TRL colocate: before each sync it merges the LoRA into the weights (works for DoRA too).
         assert self.vllm is not None  # a colocated engine always has its share planned
         return {

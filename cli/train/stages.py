@@ -233,6 +233,18 @@ def vllm_note(g: Any, use_vllm: bool) -> str:
     return " + vLLM" if use_vllm else ""
 
 
+def kept_unsloth_args(config: Any, args: dict[str, Any]) -> None:
+    """Unsloth's own ``GRPOConfig`` fields the plan set (``unsloth_*``) must survive into the config: an
+    Unsloth that drops or renames one would otherwise switch its fix off silently (the scoring mini-batches
+    of :meth:`GrpoPlan.unsloth_mini_batches`, without which the first step compiles for many minutes)."""
+    lost = sorted(k for k in args if k.startswith("unsloth_") and getattr(config, k, None) != args[k])
+    if lost:
+        raise GrpoError(
+            f"this Unsloth's GRPOConfig does not keep {', '.join(lost)}: install the Unsloth version "
+            "pinned in pyproject.toml, or use --backend hf"
+        )
+
+
 def _trainer(
     plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any, interrupt: Interrupt
 ) -> tuple[Any, Observers, Any]:
@@ -270,8 +282,10 @@ def _trainer(
         tracker=tracker,
         device_peak=DevicePeak().start(),
     )
+    config = GRPOConfig(**args)
+    kept_unsloth_args(config, args)
     trainer = grpo_trainer_class()(
-        model=model, processing_class=tokenizer, reward_funcs=funcs, args=GRPOConfig(**args),
+        model=model, processing_class=tokenizer, reward_funcs=funcs, args=config,
         train_dataset=dataset, observers=obs, lm_head=plan.support,
     )  # fmt: skip
     quiet_trainer(trainer)
