@@ -1,0 +1,115 @@
+"""The learning issue's backend checks from one lease (2026-12-04, round 12): the figures learning-gpu.md
+quotes for it, from the raw files in bench/results/backends-2026-12-04/.
+
+- the IS ratio and per-token log-prob difference on the hf backend (TRL colocate) and the Unsloth backend
+  (``fast_inference``, its compile off), step by step;
+- the hf step after the LoRA-input fix against round 11's run at the same steps (same seed and settings, so
+  the same prompts), phase by phase: steps 2, 3, 4 and 7 (1 starts the engine, 5 is under the profiler,
+  6 pays for writing its trace). ``logprobs`` is the phase clock's sum of both log-prob passes (the
+  loss's own included); ``trainer_s`` is the step less vLLM's generation;
+- step 5's kernels by kind, this run against round 11's;
+- the pad = eos runs (bench/h200_pad_eos.sh's summary).
+
+    python bench/backends_report.py [--json bench/learning-gpu.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RES = HERE / "results" / "backends-2026-12-04"
+ROUND11 = HERE / "results" / "qwen-coder-10min"
+SAME_STEPS = (2, 3, 4, 7)
+PHASES = ("phase_generate_s", "phase_logprobs_s", "phase_loss_s", "phase_backward_s", "phase_rollout_s")
+
+
+def grpo_rows(path: Path) -> dict[int, dict[str, Any]]:
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return {r["step"]: r for r in rows if r.get("stage") == "grpo"}
+
+
+def weighting(rows: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The IS ratio's per-step mean, its extremes over single sequences, the per-token difference."""
+    mean = [r["sampling/importance_sampling_ratio/mean"] for r in rows.values()]
+    diff = [r["sampling/sampling_logp_difference/mean"] for r in rows.values()]
+    return {
+        "steps": len(rows),
+        "ratio_mean_range": [round(min(mean), 4), round(max(mean), 4)],
+        "sequence_ratio_min": round(
+            min(r["sampling/importance_sampling_ratio/min"] for r in rows.values()), 3
+        ),
+        "sequence_ratio_max": round(
+            max(r["sampling/importance_sampling_ratio/max"] for r in rows.values()), 3
+        ),
+        "logp_diff_per_token_range": [round(min(diff), 4), round(max(diff), 4)],
+        "logp_diff_per_token_mean": round(statistics.fmean(diff), 4),
+    }
+
+
+def same_steps(new: dict[int, dict[str, Any]], old: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Each phase at the same steps, and the median over steps of new / old."""
+    out: dict[str, Any] = {"steps": list(SAME_STEPS), "per_step": {}}
+    for s in SAME_STEPS:
+        a, b = old[s], new[s]
+        out["per_step"][s] = {
+            "length": [round(a["completions/mean_length"]), round(b["completions/mean_length"])],
+            "step_s": [round(a["step_seconds"], 2), round(b["step_seconds"], 2)],
+            **{k.removeprefix("phase_").removesuffix("_s"): [round(a[k], 2), round(b[k], 2)] for k in PHASES},
+            # all but vLLM's generation (which the fix does not touch, and which varies with the lengths)
+            "trainer_s": [
+                round(a["step_seconds"] - a["phase_generate_s"], 2),
+                round(b["step_seconds"] - b["phase_generate_s"], 2),
+            ],
+        }
+    per = out["per_step"].values()
+    out["median_new_over_old"] = {
+        key: round(statistics.median(p[key][1] / p[key][0] for p in per), 3)
+        for key in ("step_s", "trainer_s", "generate", "logprobs", "loss", "backward")
+    }
+    out["median_step_s"] = [
+        round(statistics.median(p["step_s"][0] for p in per), 2),
+        round(statistics.median(p["step_s"][1] for p in per), 2),
+    ]
+    out["train_peak_gib"] = [old[4]["train_peak_gib"], new[4]["train_peak_gib"]]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="write the figures under the key backends_2026_12_04")
+    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from qwen_coder_report import profile_kinds
+
+    a, c, old = (
+        grpo_rows(RES / "A_metrics.jsonl"),
+        grpo_rows(RES / "C_nocompile_metrics.jsonl"),
+        grpo_rows(ROUND11 / "A_metrics.jsonl"),
+    )
+    out = {
+        "is_weighting": {"hf_trl_colocate": weighting(a), "unsloth_fast_inference_compile_off": weighting(c)},
+        "hf_step_after_lora_input_fix_vs_round11": same_steps(a, old),
+        "profile_step5": {
+            "round11": profile_kinds(ROUND11 / "A_profile_step5.json"),
+            "after_fix": profile_kinds(RES / "A_profile_step5.json"),
+            "unsloth_compile_off": profile_kinds(RES / "C_nocompile_profile_step5.json"),
+        },
+        "unsloth_compile_off_steps_s": {s: round(r["step_seconds"], 2) for s, r in c.items()},
+        "pad_eos": (RES / "pad_eos_summary.txt").read_text().splitlines(),
+    }
+    print(json.dumps(out, indent=1))
+    if args.json:
+        data = json.loads(args.json.read_text()) if args.json.exists() else {}
+        data["backends_2026_12_04"] = out
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
