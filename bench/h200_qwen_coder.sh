@@ -29,7 +29,7 @@
 #   bash bench/h200_qwen_coder.sh backends PARTS_DIR # (background) what the learning issue still lacks, in one
 #                                                    #   lease: h200_pad_eos.sh (both backends) beside the GGUF
 #                                                    #   import, prep's SFT after it, then `unsloth`, then `hf`
-#                                                    #   (GRPO_SECONDS=HF_SECONDS, default 180)
+#                                                    #   (GRPO_SECONDS=HF_SECONDS, default 180; 0: none)
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
 # STACKS=SECONDS: every Python process writes its threads' stacks to $W/stacks/<pid>.txt every SECONDS.
 # C_ENV: variables for C alone, e.g. C_ENV=UNSLOTH_BLOCK_COMPILE=0 (Unsloth 2026.10's per-decoder-block
@@ -196,14 +196,14 @@ case "${1:-}" in
     touch "$W/solo.done"
     ;;
   unsloth)  # C alone: the Unsloth backend + fast_inference on A's settings, for its IS ratio and step time
-    config; rm -rf "$W/runs/C"; cp -r "$W/runs/sft" "$W/runs/C"
+    config; rm -rf "$W/runs/C" "$W/unsloth.done"; cp -r "$W/runs/sft" "$W/runs/C"  # a stale .done misleads a wait
     stamp "C (alone) start"
     until_deadline C "${C_SECONDS:-480}" env ${C_ENV:-} python3 -m cli grpo --run "$W/runs/C" \
       --config "$W/unsloth.yaml" --backend unsloth --vllm on
     stamp "C done: $(grep -E '^(grpo done|interrupted|error)' "$W/C.log" | tail -1)"; touch "$W/unsloth.done"
     ;;
   hf)  # A alone for GRPO_SECONDS (e.g. 180), no evaluations: its step time and step-5 profile against round 11's
-    config; rm -rf "$W/runs/A"; cp -r "$W/runs/sft" "$W/runs/A"
+    config; rm -rf "$W/runs/A" "$W/hf.done"; cp -r "$W/runs/sft" "$W/runs/A"
     stamp "A (hf, timing only) start"
     until_deadline A "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on
     stamp "A done: $(grep -E '^(grpo done|interrupted)' "$W/A.log" | tail -1)"; touch "$W/hf.done"
@@ -227,7 +227,7 @@ case "${1:-}" in
     WAIT_SFT=padeos.done bash "$0" prep "$parts" || exit 1
     wait
     bash "$0" unsloth
-    GRPO_SECONDS=${HF_SECONDS:-180} bash "$0" hf
+    [ "${HF_SECONDS:-180}" -gt 0 ] && GRPO_SECONDS=${HF_SECONDS:-180} bash "$0" hf  # HF_SECONDS=0: no A
     stamp "backends done"; touch "$W/backends.done"
     ;;
   chain)
