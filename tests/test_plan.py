@@ -143,7 +143,7 @@ def test_score_rollout_support_switches_unsloths_kept_set_scoring_too(prepped: P
 
 def test_unsloth_scores_kept_sets_in_small_mini_batches(prepped: Path, tmp_path: Path) -> None:
     """Under Unsloth with truncated vLLM rollouts, the plan caps each of Unsloth's scoring mini-batches at
-    UNSLOTH_SCORING_ROWS rows (its compiled kept-set scorer unrolls rows x 4 chunks: 128 rows in one
+    backends.SCORING_ROWS rows (its compiled kept-set scorer unrolls rows x 4 chunks: 128 rows in one
     mini-batch did not finish compiling in 6.6 min on the H200), an even share where a count divides the
     batch; nothing is set where Unsloth takes its fused path or another backend runs."""
     import dataclasses
@@ -151,8 +151,9 @@ def test_unsloth_scores_kept_sets_in_small_mini_batches(prepped: Path, tmp_path:
     from cli.config.schema import resolve
     from cli.infer.vllm_memory import VllmPlan
     from cli.run.rundir import RunDir
+    from cli.train.backends import SCORING_ROWS
     from cli.train.distributed import Plan
-    from cli.train.plan import UNSLOTH_SCORING_ROWS, make_plan
+    from cli.train.plan import make_plan
 
     run = fresh_copy(prepped, tmp_path)
     share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
@@ -168,7 +169,7 @@ def test_unsloth_scores_kept_sets_in_small_mini_batches(prepped: Path, tmp_path:
         assert plan.describe()["unsloth_scoring_mini_batches"] == plan.unsloth_mini_batches()
         return plan.unsloth_mini_batches()
 
-    assert UNSLOTH_SCORING_ROWS == 8
+    assert SCORING_ROWS == 8
     assert mini(batch_size=128, min_p=0.1) == 16  # the 1.5B run: 16 mini-batches of 8 rows
     assert mini(batch_size=12, min_p=0.1) == 2  # 6 rows each: an even split
     assert mini(batch_size=4, min_p=0.1) == 1

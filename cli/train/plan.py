@@ -10,6 +10,9 @@ its log-probs (:class:`~cli.train.lm_head.Support`). Nothing here imports torch:
 
 Cheap checks first, so a bad flag fails in a second: the batch against the group size and the world,
 the rewards (resolved and bound to the format), the launcher plan, the vLLM server, DoRA against vLLM.
+
+Long because: it is the one place every decision of the stage is made and mapped to TRL's and Unsloth's
+arguments, each beside its reason; the computations behind them live in the modules they name.
 """
 
 from __future__ import annotations
@@ -37,8 +40,6 @@ from cli.train.lm_head import Support
 from cli.train.rewards import Reward
 
 UNSLOTH_KEPT_SET_ENV = "UNSLOTH_GRPO_TRUNCATED_SUPPORT"  # unset: Unsloth's automatic kept-set scoring
-# Rows in one of Unsloth's scoring mini-batches while it scores over the kept set (see unsloth_mini_batches).
-UNSLOTH_SCORING_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -104,24 +105,15 @@ class GrpoPlan:
         return {}
 
     def unsloth_mini_batches(self) -> int | None:
-        """How many mini-batches Unsloth scores a batch's log-probs in (its ``unsloth_grpo_mini_batch``: a
-        count, despite the name), or None to leave it to Unsloth.
+        """Unsloth's scoring mini-batches (``unsloth_grpo_mini_batch``) when it scores the kept set of
+        truncated vLLM rollouts (:func:`backends.scoring_mini_batches`); None: Unsloth's own choice."""
+        from cli.train.backends import scoring_mini_batches
 
-        Over the kept set of truncated vLLM rollouts (min_p, top_k, top_p), Unsloth 2026.10 scores with a
-        ``torch.compile(fullgraph=True)`` function that unrolls ``rows x 4`` chunks into one graph, and left
-        to itself on a GPU with room it puts the whole batch in one mini-batch: 128 rows, 512 chunks on the
-        1.5B run, whose first step was still compiling after 6.6 min on the H200 (2026-12-04; the compile
-        grows with the chunk count: bench/unsloth_scoring_compile.py). So each mini-batch gets at most
-        ``UNSLOTH_SCORING_ROWS`` rows (32 chunks, the size whose first step compiled in 71 s there), and an
-        equal share of the batch when a count divides it, so every mini-batch reuses one compiled graph."""
         g = self.cfg.grpo
         truncated = g.min_p > 0 or bool(g.top_k) or g.top_p < 1
         if self.backend != "unsloth" or not self.use_vllm or not truncated or self.backend_env():
             return None
-        rows = g.per_device_batch
-        fewest = -(-rows // UNSLOTH_SCORING_ROWS)
-        even = [n for n in range(fewest, -(-rows // (UNSLOTH_SCORING_ROWS // 2)) + 1) if rows % n == 0]
-        return even[0] if even else fewest
+        return scoring_mini_batches(g.per_device_batch)
 
     # ---- TRL's GRPOConfig ---------------------------------------------------------------------------
     def trl_args(self, eos_token: str) -> dict[str, Any]:
