@@ -109,11 +109,10 @@ class GrpoPlan:
         truncated vLLM rollouts (:func:`backends.scoring_mini_batches`); None: Unsloth's own choice."""
         from cli.train.backends import scoring_mini_batches
 
-        g = self.cfg.grpo
-        truncated = g.min_p > 0 or bool(g.top_k) or g.top_p < 1
+        truncated = _rollout_support(self.cfg).truncated
         if self.backend != "unsloth" or not self.use_vllm or not truncated or self.backend_env():
             return None
-        return scoring_mini_batches(g.per_device_batch)
+        return scoring_mini_batches(self.cfg.grpo.per_device_batch)
 
     # ---- TRL's GRPOConfig ---------------------------------------------------------------------------
     def trl_args(self, eos_token: str) -> dict[str, Any]:
@@ -321,9 +320,14 @@ def _support(cfg: Config, backend: str, use_vllm: bool, hw: Hardware) -> Support
     if not hw.cuda:
         return Support()
     if use_vllm and not hw.sharded and cfg.grpo.score_rollout_support:
-        g = cfg.grpo
-        return Support(temperature=g.temperature, min_p=g.min_p, top_k=g.top_k or 0, top_p=g.top_p)
+        return _rollout_support(cfg)
     return None
+
+
+def _rollout_support(cfg: Config) -> Support:
+    """The distribution the rollouts are sampled from (temperature, min_p / top_k / top_p)."""
+    g = cfg.grpo
+    return Support(temperature=g.temperature, min_p=g.min_p, top_k=g.top_k or 0, top_p=g.top_p)
 
 
 def _dora_with_vllm(chosen: str, allow_dora_merge: bool) -> str:

@@ -120,7 +120,7 @@ def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: boo
 
 def write_trace(prof: Any, trace: Path) -> None:
     """The step's timeline as gzipped Chrome JSON, whole or not at all. torch's own ``.gz`` export compresses
-    it line by line at gzip's level 9: on the H200 that took 30 s for a 1.5B step's trace and over two
+    it line by line at gzip's level 9: on the H200 writing a 1.5B step's profile took ~30 s and over two
     minutes for an uncompiled Unsloth step's, with the training stopped meanwhile and a Ctrl-C left waiting.
     Here torch writes the plain JSON and it is compressed in blocks at level 1 (bench/profile_export.py)."""
     import gzip
