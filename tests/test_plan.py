@@ -141,45 +141,70 @@ def test_score_rollout_support_switches_unsloths_kept_set_scoring_too(prepped: P
     assert no_vllm.backend_env() == {}
 
 
-def test_unsloth_scores_kept_sets_in_small_mini_batches(prepped: Path, tmp_path: Path) -> None:
-    """Under Unsloth with truncated vLLM rollouts, the plan caps each of Unsloth's scoring mini-batches at
-    backends.SCORING_ROWS rows (its compiled kept-set scorer unrolls rows x 4 chunks: 128 rows in one
-    mini-batch did not finish compiling in 6.6 min on the H200), an even share where a count divides the
-    batch; nothing is set where Unsloth takes its fused path or another backend runs."""
+def test_unsloth_scores_kept_sets_in_small_compiled_graphs(prepped: Path, tmp_path: Path) -> None:
+    """Under Unsloth with truncated vLLM rollouts, the plan keeps each of Unsloth's compiled kept-set scoring
+    graphs at SCORING_CHUNKS chunks (it unrolls rows x multiplier chunks: 128 rows at its default 4 did not
+    finish compiling in 6.6 min on the H200). The old-logprob pass gets an even count of small
+    mini-batches; the loss pass gets small device steps, with more accumulation steps so that the optimizer
+    step keeps its completions; long completions get more chunks per row and fewer rows. Nothing changes
+    where Unsloth takes its fused path or another backend runs."""
     import dataclasses
 
     from cli.config.schema import resolve
     from cli.infer.vllm_memory import VllmPlan
     from cli.run.rundir import RunDir
-    from cli.train.backends import SCORING_ROWS
     from cli.train.distributed import Plan
     from cli.train.plan import make_plan
+    from cli.train.unsloth_scoring import SCORING_CHUNKS
 
     run = fresh_copy(prepped, tmp_path)
     share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
 
-    def mini(backend: str = "unsloth", vllm: bool = True, **grpo: object) -> object:
+    def layout(backend: str = "unsloth", vllm: bool = True, **grpo: object) -> tuple[int, ...] | None:
         over = {"backend": "hf", "grpo.gens": 4, **{f"grpo.{k}": v for k, v in grpo.items()}}
-        plan = make_plan(RunDir(run), resolve(overrides=over), Plan(), resume=False, allow_dora_merge=False)
+        cfg = resolve(overrides=over)
+        plan = make_plan(RunDir(run), cfg, Plan(), resume=False, allow_dora_merge=False)
         plan = dataclasses.replace(
             plan, backend=backend, use_vllm=vllm, support=None, vllm=share if vllm else None
         )
-        args = plan.trl_args("<|endoftext|>")
-        assert args.get("unsloth_grpo_mini_batch") == plan.unsloth_mini_batches()
-        assert plan.describe()["unsloth_scoring_mini_batches"] == plan.unsloth_mini_batches()
-        return plan.unsloth_mini_batches()
+        args, scoring = plan.trl_args("<|endoftext|>"), plan.unsloth_scoring()
+        g = cfg.grpo
+        # The optimizer step and the rollout keep their completions whatever the split
+        assert args["per_device_train_batch_size"] * args["gradient_accumulation_steps"] == (
+            g.per_device_batch * g.grad_accum
+        )
+        spg = args.get("steps_per_generation", args["gradient_accumulation_steps"])
+        assert args["per_device_train_batch_size"] * spg == g.per_device_batch * g.rollout_steps
+        if scoring is None:
+            assert not any(k.startswith("unsloth_") for k in args)
+            assert plan.describe()["unsloth_scoring"] is None
+            assert args["per_device_train_batch_size"] == g.per_device_batch
+            return None
+        assert args["unsloth_grpo_mini_batch"] == scoring.mini_batches
+        assert args["unsloth_logit_chunk_multiplier"] == scoring.multiplier
+        assert plan.describe()["unsloth_scoring"]["rows"] == scoring.rows
+        assert scoring.rows * scoring.multiplier <= SCORING_CHUNKS
+        steps = (args["per_device_train_batch_size"], args["gradient_accumulation_steps"])
+        return (*steps, scoring.mini_batches, scoring.multiplier)
 
-    assert SCORING_ROWS == 8
-    assert mini(batch_size=128, min_p=0.1) == 16  # the 1.5B run: 16 mini-batches of 8 rows
-    assert mini(batch_size=12, min_p=0.1) == 2  # 6 rows each: an even split
-    assert mini(batch_size=4, min_p=0.1) == 1
-    assert mini(batch_size=104, top_k=20, min_p=0.0) == 13  # 8 rows each
-    assert mini(batch_size=36, top_p=0.9, min_p=0.0) == 6  # 5 would leave 8, 8, 8, 8, 4: 6 of 6 rows
+    assert SCORING_CHUNKS == 8
+    # the 1.5B run: 128 completions of <= 384 tokens: 16 accumulation steps of 8 rows, one chunk per row,
+    # old log-probs in 16 mini-batches of 8
+    assert layout(batch_size=128, min_p=0.1, max_completion_length=384) == (8, 16, 16, 1)
+    assert layout(batch_size=12, min_p=0.1, max_completion_length=384) == (6, 2, 2, 1)  # 6 rows: even split
+    assert layout(batch_size=4, min_p=0.1, max_completion_length=384) == (4, 1, 1, 1)
+    assert layout(batch_size=104, top_k=20, min_p=0.0, max_completion_length=384) == (8, 13, 13, 1)
+    # 36 rows: 6 a step; old log-probs in 6 mini-batches of 6, not 8, 8, 8, 8, 4
+    assert layout(batch_size=36, top_p=0.9, min_p=0.0, max_completion_length=384) == (6, 6, 6, 1)
+    # already accumulating: the split multiplies it; rollouts of 2 steps: old log-probs over both
+    assert layout(batch_size=16, grad_accum=2, min_p=0.1, max_completion_length=384) == (8, 4, 4, 1)
+    # 4,096-token completions: 4 chunks a row, so 2 rows a step
+    assert layout(batch_size=16, min_p=0.1, max_completion_length=4096) == (2, 8, 8, 4)
     # Untruncated rollouts (Unsloth's fused scorer), its kept-set scoring off, HF generate, the hf backend
-    assert mini(batch_size=128, min_p=0.0) is None
-    assert mini(batch_size=128, min_p=0.1, score_rollout_support=False) is None
-    assert mini(batch_size=128, min_p=0.1, vllm=False) is None
-    assert mini("hf", batch_size=128, min_p=0.1) is None
+    assert layout(batch_size=128, min_p=0.0) is None
+    assert layout(batch_size=128, min_p=0.1, score_rollout_support=False) is None
+    assert layout(batch_size=128, min_p=0.1, vllm=False) is None
+    assert layout("hf", batch_size=128, min_p=0.1) is None
 
 
 def test_an_unsloth_that_drops_a_field_refuses_with_one_line() -> None:
@@ -193,3 +218,8 @@ def test_an_unsloth_that_drops_a_field_refuses_with_one_line() -> None:
         GrpoError, match=r"does not keep unsloth_grpo_mini_batch: install the Unsloth version"
     ):
         kept_unsloth_args(SimpleNamespace(min_p=0.1), args)
+    # Unsloth resets a device batch it finds indivisible by the group size: the plan's split must survive
+    split = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 16}
+    reset = SimpleNamespace(per_device_train_batch_size=16, gradient_accumulation_steps=16)
+    with pytest.raises(GrpoError, match=r"does not keep per_device_train_batch_size: install"):
+        kept_unsloth_args(reset, split)

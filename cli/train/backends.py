@@ -94,26 +94,6 @@ def import_backend(backend: str, *, use_vllm: bool = False) -> None:
         ) from None
 
 
-# ---- Unsloth's log-prob scoring -----------------------------------------------------------------
-SCORING_ROWS = 8  # rows in one of Unsloth's kept-set scoring mini-batches
-
-
-def scoring_mini_batches(rows: int) -> int:
-    """How many mini-batches Unsloth should score ``rows`` completions' log-probs in (its
-    ``unsloth_grpo_mini_batch``: a count, despite the name) when it scores over the rollouts' kept set.
-
-    Unsloth 2026.10 scores a kept set with a ``torch.compile(fullgraph=True)`` function that unrolls ``rows x
-    4`` chunks into one graph; left to itself on a GPU with room it puts the whole batch in one mini-batch
-    (128 rows: 512 chunks), whose first compile was still running after 6.6 min on the H200 (2026-12-04;
-    the compile grows faster than the chunk count: bench/unsloth_scoring_compile.py). So at most
-    ``SCORING_ROWS`` rows each (32 chunks: the size of the 4B bench of bench/learning-gpu.md round 8, whose
-    first step compiled in 285-293 s on a fresh H200 and 63 s with a warm cache), split evenly where a count
-    allows, so that every mini-batch reuses one compiled graph."""
-    fewest = -(-rows // SCORING_ROWS)
-    even = [n for n in range(fewest, -(-rows // (SCORING_ROWS // 2)) + 1) if rows % n == 0]
-    return even[0] if even else fewest
-
-
 # ---- LoRA settings ------------------------------------------------------------------------------
 def uses_dora(cfg: Config, adapter: Path | None) -> bool:
     """DoRA when the adapter a stage continues has it, or (fresh adapter) when the config asks for it."""

@@ -18,13 +18,14 @@ arguments, each beside its reason; the computations behind them live in the modu
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError, err_console
 from cli.config.schema import Config
@@ -38,6 +39,9 @@ from cli.train.distributed import Plan as Launch
 from cli.train.hardware import Hardware, common_args, training_dtype
 from cli.train.lm_head import Support
 from cli.train.rewards import Reward
+
+if TYPE_CHECKING:
+    from cli.train.unsloth_scoring import ScoringLayout
 
 UNSLOTH_KEPT_SET_ENV = "UNSLOTH_GRPO_TRUNCATED_SUPPORT"  # unset: Unsloth's automatic kept-set scoring
 
@@ -92,7 +96,7 @@ class GrpoPlan:
                 "mode": mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
             "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
-            "unsloth_scoring_mini_batches": self.unsloth_mini_batches(),
+            "unsloth_scoring": dataclasses.asdict(layout) if (layout := self.unsloth_scoring()) else None,
             "dtype": self.dtype,
             "world_size": self.hardware.world,
         }  # fmt: skip
@@ -104,25 +108,28 @@ class GrpoPlan:
             return {UNSLOTH_KEPT_SET_ENV: "0"}
         return {}
 
-    def unsloth_mini_batches(self) -> int | None:
-        """Unsloth's scoring mini-batches (``unsloth_grpo_mini_batch``) when it scores the kept set of
-        truncated vLLM rollouts (:func:`backends.scoring_mini_batches`); None: Unsloth's own choice."""
-        from cli.train.backends import scoring_mini_batches
+    def unsloth_scoring(self) -> ScoringLayout | None:
+        """How Unsloth scores the kept set of truncated vLLM rollouts (:class:`~cli.train.unsloth_scoring.
+        ScoringLayout`: small compiled graphs, device steps split into accumulation steps); None: Unsloth's
+        own choice."""
+        from cli.train.unsloth_scoring import scoring_layout
 
         truncated = _rollout_support(self.cfg).truncated
         if self.backend != "unsloth" or not self.use_vllm or not truncated or self.backend_env():
             return None
-        return scoring_mini_batches(self.cfg.grpo.per_device_batch)
+        g = self.cfg.grpo
+        return scoring_layout(g.per_device_batch, g.rollout_steps, self.budget.completion)
 
     # ---- TRL's GRPOConfig ---------------------------------------------------------------------------
     def trl_args(self, eos_token: str) -> dict[str, Any]:
         """TRL's ``GRPOConfig`` arguments (seed 000's objective and schedule, from the config): the one place
         where our names meet TRL's. ``eos_token``: the loaded tokenizer's (the rollouts stop at it)."""
         g, hw = self.cfg.grpo, self.hardware
+        split = layout.accumulation if (layout := self.unsloth_scoring()) else 1
         return dict(
             **common_args(self.cfg, g, self.checkpoints, g.max_steps, self.backend, self.dtype, hw),
-            per_device_train_batch_size=g.per_device_batch,
-            gradient_accumulation_steps=g.grad_accum,
+            per_device_train_batch_size=g.per_device_batch // split,
+            gradient_accumulation_steps=g.grad_accum * split,
             num_generations=g.gens,
             max_completion_length=self.budget.completion,
             temperature=g.temperature,
@@ -141,7 +148,7 @@ class GrpoPlan:
             scale_rewards=g.scale_rewards,
             importance_sampling_level=g.importance_sampling_level,
             num_iterations=g.num_iterations,
-            **({"steps_per_generation": g.steps_per_generation} if g.steps_per_generation else {}),
+            **({"steps_per_generation": g.steps_per_generation * split} if g.steps_per_generation else {}),
             reward_weights=[r.weight for r in self.rewards],
             max_grad_norm=g.max_grad_norm,
             report_to=g.report_to,
@@ -179,8 +186,11 @@ class GrpoPlan:
                 "min_p": g.min_p, "top_p": g.top_p, "top_k": g.top_k or -1, "seed": self.cfg.seed,
                 "stop": stops, "include_stop_str_in_output": True,
             }  # fmt: skip
-            batches = self.unsloth_mini_batches()
-            mini = {"unsloth_grpo_mini_batch": batches} if batches else {}
+            layout = self.unsloth_scoring()
+            mini = {}
+            if layout:
+                mini = {"unsloth_grpo_mini_batch": layout.mini_batches}
+                mini["unsloth_logit_chunk_multiplier"] = layout.multiplier
             return {"use_vllm": True, "vllm_sampling_params": params, **mini, **correction}
         # TRL colocate: before each sync it merges the LoRA into the weights (works for DoRA too).
         assert self.vllm is not None  # a colocated engine always has its share planned

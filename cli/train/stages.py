@@ -215,7 +215,12 @@ def announce(plan: GrpoPlan, data_info: dict[str, Any]) -> None:
         f"start: {start} │ rewards {', '.join(f'{r.name}×{r.weight:g}' for r in plan.rewards)}",
         soft_wrap=True,
     )
-    notes = [plan.vllm.describe() if plan.vllm else None, reporter_env(g.report_to, plan.run)]
+    layout = plan.unsloth_scoring()
+    notes = [
+        plan.vllm.describe() if plan.vllm else None,
+        layout.describe(batch) if layout else None,
+        reporter_env(g.report_to, plan.run),
+    ]
     if plan.support is not None and plan.use_vllm:
         notes.append(
             f"the trainer scores log-probs over the rollouts' own distribution ({plan.support.describe()})"
@@ -236,8 +241,12 @@ def vllm_note(g: Any, use_vllm: bool) -> str:
 def kept_unsloth_args(config: Any, args: dict[str, Any]) -> None:
     """Unsloth's own ``GRPOConfig`` fields the plan set (``unsloth_*``) must survive into the config: an
     Unsloth that drops or renames one would otherwise switch its fix off silently (the scoring mini-batches
-    of :meth:`GrpoPlan.unsloth_mini_batches`, without which the first step compiles for many minutes)."""
-    lost = sorted(k for k in args if k.startswith("unsloth_") and getattr(config, k, None) != args[k])
+    of :meth:`GrpoPlan.unsloth_scoring`, without which the first step compiles for many minutes), and so must
+    the device step's split (Unsloth resets a batch it finds indivisible by the group size)."""
+    split = ("per_device_train_batch_size", "gradient_accumulation_steps")
+    lost = sorted(
+        k for k in args if (k.startswith("unsloth_") or k in split) and getattr(config, k, None) != args[k]
+    )
     if lost:
         raise GrpoError(
             f"this Unsloth's GRPOConfig does not keep {', '.join(lost)}: install the Unsloth version "
