@@ -155,7 +155,7 @@ def test_unsloth_scores_kept_sets_in_small_compiled_graphs(prepped: Path, tmp_pa
     from cli.run.rundir import RunDir
     from cli.train.distributed import Plan
     from cli.train.plan import make_plan
-    from cli.train.unsloth_scoring import SCORING_CHUNKS
+    from cli.train.unsloth_scoring import SCORING_CHUNKS, scoring_layout
 
     run = fresh_copy(prepped, tmp_path)
     share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
@@ -193,6 +193,13 @@ def test_unsloth_scores_kept_sets_in_small_compiled_graphs(prepped: Path, tmp_pa
     assert layout(batch_size=128, min_p=0.1, max_completion_length=384) == (8, 16, 16, 1)
     assert layout(batch_size=12, min_p=0.1, max_completion_length=384) == (6, 2, 2, 1)  # 6 rows: even split
     assert layout(batch_size=4, min_p=0.1, max_completion_length=384) == (4, 1, 1, 1)
+    assert scoring_layout(128, 1, 384).describe(128) == (
+        "Unsloth scores the rollouts' kept set in compiled graphs of ≤ 8 chunks: each device step of 128 "
+        "completions runs as 16 accumulation steps of 8 (the same optimizer step); old log-probs in 16 "
+        "mini-batches"
+    )
+    one = scoring_layout(4, 1, 384).describe(4)
+    assert one.endswith("device steps of 4 completions; old log-probs in one pass")
     assert layout(batch_size=104, top_k=20, min_p=0.0, max_completion_length=384) == (8, 13, 13, 1)
     # 36 rows: 6 a step; old log-probs in 6 mini-batches of 6, not 8, 8, 8, 8, 4
     assert layout(batch_size=36, top_p=0.9, min_p=0.0, max_completion_length=384) == (6, 6, 6, 1)

@@ -44,9 +44,10 @@ class ScoringLayout:
             if self.accumulation > 1
             else f"device steps of {self.rows} completions"
         )
+        old = f"{self.mini_batches} mini-batches" if self.mini_batches > 1 else "one pass"
         return (
-            f"Unsloth scores the rollouts' kept set in compiled graphs of <= {self.rows * self.multiplier} "
-            f"chunks: {split}; old log-probs in {self.mini_batches} mini-batches"
+            f"Unsloth scores the rollouts' kept set in compiled graphs of ≤ {self.rows * self.multiplier} "
+            f"chunks: {split}; old log-probs in {old}"
         )
 
 
