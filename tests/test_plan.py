@@ -141,13 +141,13 @@ def test_score_rollout_support_switches_unsloths_kept_set_scoring_too(prepped: P
     assert no_vllm.backend_env() == {}
 
 
-def test_unsloth_scores_kept_sets_in_small_compiled_graphs(prepped: Path, tmp_path: Path) -> None:
-    """Under Unsloth with truncated vLLM rollouts, the plan keeps each of Unsloth's compiled kept-set scoring
-    graphs at SCORING_CHUNKS chunks (it unrolls rows x multiplier chunks: 128 rows at its default 4 did not
-    finish compiling in 6.6 min on the H200). The old-logprob pass gets an even count of small
-    mini-batches; the loss pass gets small device steps, with more accumulation steps so that the optimizer
-    step keeps its completions; long completions get more chunks per row and fewer rows. Nothing changes
-    where Unsloth takes its fused path or another backend runs."""
+def test_unsloth_scores_kept_sets_in_small_compiled_graphs_or_eagerly(prepped: Path, tmp_path: Path) -> None:
+    """Under Unsloth with truncated vLLM rollouts, a device step that fits one of Unsloth's compiled kept-set
+    scoring graphs of SCORING_CHUNKS chunks (it unrolls rows x multiplier chunks) is scored compiled, the
+    old-logprob pass in an even count of mini-batches that fit it too; a bigger step runs with Unsloth's
+    compile off, set before Unsloth is imported (128 rows: a compile still running after 6.6 min; split into
+    steps of 8, 2x slower steps than eager, bench/learning-gpu.md round 13). The batch is never changed, and
+    nothing is set where Unsloth takes its fused path or another backend runs."""
     import dataclasses
 
     from cli.config.schema import resolve
@@ -155,63 +155,111 @@ def test_unsloth_scores_kept_sets_in_small_compiled_graphs(prepped: Path, tmp_pa
     from cli.run.rundir import RunDir
     from cli.train.distributed import Plan
     from cli.train.plan import make_plan
-    from cli.train.unsloth_scoring import SCORING_CHUNKS, scoring_layout
+    from cli.train.unsloth_scoring import COMPILE_ENV, SCORING_CHUNKS
 
     run = fresh_copy(prepped, tmp_path)
     share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
 
-    def layout(backend: str = "unsloth", vllm: bool = True, **grpo: object) -> tuple[int, ...] | None:
+    def layout(backend: str = "unsloth", vllm: bool = True, **grpo: object) -> object:
         over = {"backend": "hf", "grpo.gens": 4, **{f"grpo.{k}": v for k, v in grpo.items()}}
         cfg = resolve(overrides=over)
         plan = make_plan(RunDir(run), cfg, Plan(), resume=False, allow_dora_merge=False)
         plan = dataclasses.replace(
             plan, backend=backend, use_vllm=vllm, support=None, vllm=share if vllm else None
         )
-        args, scoring = plan.trl_args("<|endoftext|>"), plan.unsloth_scoring()
-        g = cfg.grpo
-        # The optimizer step and the rollout keep their completions whatever the split
-        assert args["per_device_train_batch_size"] * args["gradient_accumulation_steps"] == (
-            g.per_device_batch * g.grad_accum
-        )
-        spg = args.get("steps_per_generation", args["gradient_accumulation_steps"])
-        assert args["per_device_train_batch_size"] * spg == g.per_device_batch * g.rollout_steps
+        args, scoring, g = plan.trl_args("<|endoftext|>"), plan.unsloth_scoring(), cfg.grpo
+        assert args["per_device_train_batch_size"] == g.per_device_batch  # the batch as configured
+        assert args["gradient_accumulation_steps"] == g.grad_accum
+        unsloth = {k: v for k, v in args.items() if k.startswith("unsloth_")}
         if scoring is None:
-            assert not any(k.startswith("unsloth_") for k in args)
+            assert not unsloth and COMPILE_ENV not in plan.backend_env()
             assert plan.describe()["unsloth_scoring"] is None
-            assert args["per_device_train_batch_size"] == g.per_device_batch
             return None
-        assert args["unsloth_grpo_mini_batch"] == scoring.mini_batches
-        assert args["unsloth_logit_chunk_multiplier"] == scoring.multiplier
-        assert plan.describe()["unsloth_scoring"]["rows"] == scoring.rows
+        assert plan.describe()["unsloth_scoring"]["compiled"] == scoring.compiled
+        if not scoring.compiled:
+            assert not unsloth and plan.backend_env() == {COMPILE_ENV: "1"}
+            return "eager"
+        assert COMPILE_ENV not in plan.backend_env()
         assert scoring.rows * scoring.multiplier <= SCORING_CHUNKS
-        steps = (args["per_device_train_batch_size"], args["gradient_accumulation_steps"])
-        return (*steps, scoring.mini_batches, scoring.multiplier)
+        assert unsloth == {"unsloth_grpo_mini_batch": scoring.mini_batches,
+                           "unsloth_logit_chunk_multiplier": scoring.multiplier}  # fmt: skip
+        return scoring.mini_batches, scoring.multiplier
 
     assert SCORING_CHUNKS == 8
-    # the 1.5B run: 128 completions of <= 384 tokens: 16 accumulation steps of 8 rows, one chunk per row,
-    # old log-probs in 16 mini-batches of 8
-    assert layout(batch_size=128, min_p=0.1, max_completion_length=384) == (8, 16, 16, 1)
-    assert layout(batch_size=12, min_p=0.1, max_completion_length=384) == (6, 2, 2, 1)  # 6 rows: even split
-    assert layout(batch_size=4, min_p=0.1, max_completion_length=384) == (4, 1, 1, 1)
-    assert scoring_layout(128, 1, 384).describe(128) == (
-        "Unsloth scores the rollouts' kept set in compiled graphs of ≤ 8 chunks: each device step of 128 "
-        "completions runs as 16 accumulation steps of 8 (the same optimizer step); old log-probs in 16 "
-        "mini-batches"
-    )
-    one = scoring_layout(4, 1, 384).describe(4)
-    assert one.endswith("device steps of 4 completions; old log-probs in one pass")
-    assert layout(batch_size=104, top_k=20, min_p=0.0, max_completion_length=384) == (8, 13, 13, 1)
-    # 36 rows: 6 a step; old log-probs in 6 mini-batches of 6, not 8, 8, 8, 8, 4
-    assert layout(batch_size=36, top_p=0.9, min_p=0.0, max_completion_length=384) == (6, 6, 6, 1)
-    # already accumulating: the split multiplies it; rollouts of 2 steps: old log-probs over both
-    assert layout(batch_size=16, grad_accum=2, min_p=0.1, max_completion_length=384) == (8, 4, 4, 1)
-    # 4,096-token completions: 4 chunks a row, so 2 rows a step
-    assert layout(batch_size=16, min_p=0.1, max_completion_length=4096) == (2, 8, 8, 4)
+    # the 1.5B run: 128 completions of <= 384 tokens in one step: compile off
+    assert layout(batch_size=128, min_p=0.1, max_completion_length=384) == "eager"
+    assert layout(batch_size=12, top_k=20, min_p=0.0, max_completion_length=384) == "eager"
+    # one chunk per row, old log-probs in one pass
+    assert layout(batch_size=4, min_p=0.1, max_completion_length=384) == (1, 1)
+    assert layout(batch_size=8, top_p=0.9, min_p=0.0, max_completion_length=384) == (1, 1)
+    # 8 a step, 16 steps a rollout: old log-probs over 128 rows in 16 mini-batches of 8
+    assert layout(batch_size=8, grad_accum=16, min_p=0.1, max_completion_length=384) == (16, 1)
+    # 6 a step, 6 steps a rollout: 36 rows in 6 mini-batches of 6, not 8, 8, 8, 8, 4
+    assert layout(batch_size=6, grad_accum=6, min_p=0.1, max_completion_length=384) == (6, 1)
+    # 4,096-token completions: 4 chunks a row, so 2 rows fit a graph and 4 do not
+    assert layout(batch_size=2, gens=2, min_p=0.1, max_completion_length=4096) == (1, 4)
+    assert layout(batch_size=4, min_p=0.1, max_completion_length=4096) == "eager"
     # Untruncated rollouts (Unsloth's fused scorer), its kept-set scoring off, HF generate, the hf backend
     assert layout(batch_size=128, min_p=0.0) is None
     assert layout(batch_size=128, min_p=0.1, score_rollout_support=False) is None
     assert layout(batch_size=128, min_p=0.1, vllm=False) is None
     assert layout("hf", batch_size=128, min_p=0.1) is None
+
+
+def test_unsloths_compile_is_turned_off_before_unsloth_is_imported(
+    prepped: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsloth reads UNSLOTH_COMPILE_DISABLE when it is imported: the stage sets it before the import (an
+    exported value wins)."""
+    import dataclasses
+    import os
+
+    from cli.config.schema import resolve
+    from cli.infer.vllm_memory import VllmPlan
+    from cli.run.rundir import RunDir
+    from cli.train import backends, stages
+    from cli.train.distributed import Plan
+    from cli.train.plan import make_plan
+    from cli.train.unsloth_scoring import COMPILE_ENV
+
+    run = fresh_copy(prepped, tmp_path)
+    over = {"backend": "hf", "grpo.gens": 4, "grpo.batch_size": 16, "grpo.min_p": 0.1}
+    plan = make_plan(RunDir(run), resolve(overrides=over), Plan(), resume=False, allow_dora_merge=False)
+    share = VllmPlan(utilization=0.3, auto=False, need_bytes=0, kv_tokens=0, total_bytes=1 << 37)
+    plan = dataclasses.replace(plan, backend="unsloth", use_vllm=True, support=None, vllm=share)
+    seen: list[str | None] = []
+
+    class Imported(Exception):
+        pass
+
+    def record(backend: str, use_vllm: bool) -> None:
+        seen.append(os.environ.get(COMPILE_ENV))
+        raise Imported
+
+    monkeypatch.setattr(backends, "import_backend", record)
+    for exported, expected in ((None, "1"), ("0", "0")):
+        if exported is None:
+            monkeypatch.delenv(COMPILE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(COMPILE_ENV, exported)
+        with pytest.raises(Imported):
+            stages._load(plan)
+        assert seen[-1] == expected
+
+
+def test_the_unsloth_scoring_line_says_what_it_does() -> None:
+    from cli.train.unsloth_scoring import scoring_layout
+
+    assert scoring_layout(128, 1, 384).describe() == (
+        "Unsloth's torch.compile is off for this run: its kept-set scorer would unroll 512 chunks of a "
+        "128-completion step into one graph (minutes to compile, and split steps ran 2x slower); "
+        "batch_size ≤ 8 keeps it compiled"
+    )
+    assert scoring_layout(8, 16, 384).describe() == (
+        "Unsloth scores the rollouts' kept set in compiled graphs of ≤ 8 chunks "
+        "(old log-probs in 16 mini-batches)"
+    )
+    assert scoring_layout(4, 1, 384).describe().endswith("(old log-probs in one pass)")
 
 
 def test_an_unsloth_that_drops_a_field_refuses_with_one_line() -> None:

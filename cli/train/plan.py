@@ -102,20 +102,24 @@ class GrpoPlan:
         }  # fmt: skip
 
     def backend_env(self) -> dict[str, str]:
-        """Environment the backend reads when the trainer is built: ``grpo.score_rollout_support: false``
-        turns Unsloth's kept-set scoring off too (docs/importance-sampling.md); an exported value wins."""
+        """Environment the backend reads, set before it is imported (an exported value wins):
+        ``grpo.score_rollout_support: false`` turns Unsloth's kept-set scoring off too
+        (docs/importance-sampling.md), and a step too big for Unsloth's compiled kept-set scorer turns its
+        compile off (:meth:`unsloth_scoring`)."""
         if self.backend == "unsloth" and self.use_vllm and not self.cfg.grpo.score_rollout_support:
             return {UNSLOTH_KEPT_SET_ENV: "0"}
-        return {}
+        layout = self.unsloth_scoring()
+        return layout.env() if layout else {}
 
     def unsloth_scoring(self) -> ScoringLayout | None:
         """How Unsloth scores the kept set of truncated vLLM rollouts (:class:`~cli.train.unsloth_scoring.
-        ScoringLayout`: small compiled graphs, device steps split into accumulation steps); None: Unsloth's
-        own choice."""
+        ScoringLayout`: in small compiled graphs, or with its compile off); None: Unsloth's own choice."""
         from cli.train.unsloth_scoring import scoring_layout
 
         truncated = _rollout_support(self.cfg).truncated
-        if self.backend != "unsloth" or not self.use_vllm or not truncated or self.backend_env():
+        if self.backend != "unsloth" or not self.use_vllm or not truncated:
+            return None
+        if not self.cfg.grpo.score_rollout_support:
             return None
         g = self.cfg.grpo
         return scoring_layout(g.per_device_batch, g.rollout_steps, self.budget.completion)
@@ -125,11 +129,10 @@ class GrpoPlan:
         """TRL's ``GRPOConfig`` arguments (seed 000's objective and schedule, from the config): the one place
         where our names meet TRL's. ``eos_token``: the loaded tokenizer's (the rollouts stop at it)."""
         g, hw = self.cfg.grpo, self.hardware
-        split = layout.accumulation if (layout := self.unsloth_scoring()) else 1
         return dict(
             **common_args(self.cfg, g, self.checkpoints, g.max_steps, self.backend, self.dtype, hw),
-            per_device_train_batch_size=g.per_device_batch // split,
-            gradient_accumulation_steps=g.grad_accum * split,
+            per_device_train_batch_size=g.per_device_batch,
+            gradient_accumulation_steps=g.grad_accum,
             num_generations=g.gens,
             max_completion_length=self.budget.completion,
             temperature=g.temperature,
@@ -148,7 +151,7 @@ class GrpoPlan:
             scale_rewards=g.scale_rewards,
             importance_sampling_level=g.importance_sampling_level,
             num_iterations=g.num_iterations,
-            **({"steps_per_generation": g.steps_per_generation * split} if g.steps_per_generation else {}),
+            **({"steps_per_generation": g.steps_per_generation} if g.steps_per_generation else {}),
             reward_weights=[r.weight for r in self.rewards],
             max_grad_norm=g.max_grad_norm,
             report_to=g.report_to,
@@ -187,10 +190,7 @@ class GrpoPlan:
                 "stop": stops, "include_stop_str_in_output": True,
             }  # fmt: skip
             layout = self.unsloth_scoring()
-            mini = {}
-            if layout:
-                mini = {"unsloth_grpo_mini_batch": layout.mini_batches}
-                mini["unsloth_logit_chunk_multiplier"] = layout.multiplier
+            mini = layout.args() if layout else {}
             return {"use_vllm": True, "vllm_sampling_params": params, **mini, **correction}
         # TRL colocate: before each sync it merges the LoRA into the weights (works for DoRA too).
         assert self.vllm is not None  # a colocated engine always has its share planned
@@ -206,7 +206,8 @@ class GrpoPlan:
 def _logprobs_word(plan: GrpoPlan) -> str:
     if plan.support or plan.backend != "unsloth" or not plan.use_vllm:
         return f"over {plan.support.describe()}" if plan.support else "the backend's own"
-    over = "the full vocabulary" if plan.backend_env() else "the kept set when rollouts are truncated"
+    kept = plan.cfg.grpo.score_rollout_support
+    over = "the kept set when rollouts are truncated" if kept else "the full vocabulary"
     return f"Unsloth's own, over {over}"
 
 

@@ -187,6 +187,8 @@ def _load(plan: GrpoPlan) -> tuple[Any, Any]:
     """The backend (Unsloth before TRL/transformers), then the model + LoRA (the SFT adapter, if any)."""
     console.print(f"[dim]grpo: loading {plan.backend}, {plan.cfg.model} and the prompts…[/]")
     eager_on_cpu_for_tiny(plan.cfg)
+    for key, value in plan.backend_env().items():  # read by the backend on import or while it trains
+        os.environ.setdefault(key, value)
     backends.import_backend(plan.backend, use_vllm=plan.use_vllm)
     return backends.load_for_training(
         plan.cfg,
@@ -218,7 +220,7 @@ def announce(plan: GrpoPlan, data_info: dict[str, Any]) -> None:
     layout = plan.unsloth_scoring()
     notes = [
         plan.vllm.describe() if plan.vllm else None,
-        layout.describe(batch) if layout else None,
+        layout.describe() if layout else None,
         reporter_env(g.report_to, plan.run),
     ]
     if plan.support is not None and plan.use_vllm:
@@ -242,10 +244,11 @@ def kept_unsloth_args(config: Any, args: dict[str, Any]) -> None:
     """Unsloth's own ``GRPOConfig`` fields the plan set (``unsloth_*``) must survive into the config: an
     Unsloth that drops or renames one would otherwise switch its fix off silently (the scoring mini-batches
     of :meth:`GrpoPlan.unsloth_scoring`, without which the first step compiles for many minutes), and so must
-    the device step's split (Unsloth resets a batch it finds indivisible by the group size)."""
-    split = ("per_device_train_batch_size", "gradient_accumulation_steps")
+    the device step's size (Unsloth resets a batch it finds indivisible by the group size), which decides
+    whether its scorer runs compiled."""
+    step = ("per_device_train_batch_size", "gradient_accumulation_steps")
     lost = sorted(
-        k for k in args if (k.startswith("unsloth_") or k in split) and getattr(config, k, None) != args[k]
+        k for k in args if (k.startswith("unsloth_") or k in step) and getattr(config, k, None) != args[k]
     )
     if lost:
         raise GrpoError(
@@ -276,8 +279,6 @@ def _trainer(
         from vllm import SamplingParams
 
         args["vllm_sampling_params"] = SamplingParams(**args["vllm_sampling_params"])
-    for key, value in plan.backend_env().items():  # read by the backend while it trains
-        os.environ.setdefault(key, value)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     obs = Observers(
