@@ -8,7 +8,11 @@ quotes for it, from the raw files in bench/results/backends-2026-12-04/.
   6 pays for writing its trace). ``logprobs`` is the phase clock's sum of both log-prob passes (the
   loss's own included); ``trainer_s`` is the step less vLLM's generation;
 - step 5's kernels by kind, this run against round 11's;
-- the pad = eos runs (bench/h200_pad_eos.sh's summary).
+- the pad = eos runs (bench/h200_pad_eos.sh's summary);
+- round 13 (bench/results/backends-2026-12-04b/, a second lease that day): the Unsloth backend compiled, its
+  128-completion step split into 16 accumulation steps of 8 rows (8 chunks a scoring graph, 305d6b0), against
+  round 12's run of the same prompts with Unsloth's compile off and the step whole: IS weighting, and each
+  step's phases side by side (steps 1-4; step 5 sat under the profiler in both).
 
     python bench/backends_report.py [--json bench/learning-gpu.json]
 """
@@ -24,6 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RES = HERE / "results" / "backends-2026-12-04"
+RES13 = HERE / "results" / "backends-2026-12-04b"
 ROUND11 = HERE / "results" / "qwen-coder-10min"
 SAME_STEPS = (2, 3, 4, 7)
 PHASES = ("phase_generate_s", "phase_logprobs_s", "phase_loss_s", "phase_backward_s", "phase_rollout_s")
@@ -80,6 +85,31 @@ def same_steps(new: dict[int, dict[str, Any]], old: dict[int, dict[str, Any]]) -
     return out
 
 
+def split_vs_eager(split: dict[int, dict[str, Any]], eager: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Round 13's compiled split steps against round 12's eager whole steps, step by step ([eager, split])."""
+    steps = sorted(set(split) & set(eager))
+    per = {
+        s: {
+            "length": [round(eager[s]["completions/mean_length"]), round(split[s]["completions/mean_length"])],
+            "step_s": [round(eager[s]["step_seconds"], 2), round(split[s]["step_seconds"], 2)],
+            **{
+                k.removeprefix("phase_").removesuffix("_s"): [round(eager[s][k], 2), round(split[s][k], 2)]
+                for k in PHASES
+            },
+        }
+        for s in steps
+    }
+    later = [s for s in steps if s >= 3]  # 1 compiles (split) or warms up (eager), 2 still warms the eager run
+    return {
+        "steps": steps,
+        "per_step": per,
+        "split_over_eager_steps_3_on": {
+            key: round(statistics.median(per[s][key][1] / per[s][key][0] for s in later), 2)
+            for key in ("step_s", "generate", "logprobs", "loss", "backward")
+        },
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the figures under the key backends_2026_12_04")
@@ -102,6 +132,17 @@ def main() -> int:
         },
         "unsloth_compile_off_steps_s": {s: round(r["step_seconds"], 2) for s, r in c.items()},
         "pad_eos": (RES / "pad_eos_summary.txt").read_text().splitlines(),
+    }
+    split = grpo_rows(RES13 / "C_split_metrics.jsonl")
+    out["round13"] = {
+        "is_weighting_unsloth_compiled_split": weighting(split),
+        "unsloth_split_vs_compile_off": split_vs_eager(split, c),
+        "trainer_args": {
+            k: json.loads((RES13 / "C_split_trainer_args.json").read_text())[k]
+            for k in ("per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",
+                      "unsloth_grpo_mini_batch", "unsloth_logit_chunk_multiplier")
+        },  # fmt: skip
+        "pad_eos": (RES13 / "pad_eos_summary.txt").read_text().splitlines(),
     }
     print(json.dumps(out, indent=1))
     if args.json:
