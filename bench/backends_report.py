@@ -88,18 +88,22 @@ def same_steps(new: dict[int, dict[str, Any]], old: dict[int, dict[str, Any]]) -
 def split_vs_eager(split: dict[int, dict[str, Any]], eager: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Round 13's compiled split steps against round 12's eager whole steps, step by step ([eager, split])."""
     steps = sorted(set(split) & set(eager))
+
+    def pair(s: int, key: str) -> list[float]:
+        return [round(eager[s][key], 2), round(split[s][key], 2)]
+
     per = {
         s: {
-            "length": [round(eager[s]["completions/mean_length"]), round(split[s]["completions/mean_length"])],
-            "step_s": [round(eager[s]["step_seconds"], 2), round(split[s]["step_seconds"], 2)],
-            **{
-                k.removeprefix("phase_").removesuffix("_s"): [round(eager[s][k], 2), round(split[s][k], 2)]
-                for k in PHASES
-            },
+            "length": [
+                round(eager[s]["completions/mean_length"]),
+                round(split[s]["completions/mean_length"]),
+            ],
+            "step_s": pair(s, "step_seconds"),
+            **{k.removeprefix("phase_").removesuffix("_s"): pair(s, k) for k in PHASES},
         }
         for s in steps
     }
-    later = [s for s in steps if s >= 3]  # 1 compiles (split) or warms up (eager), 2 still warms the eager run
+    later = [s for s in steps if s >= 3]  # 1 compiles (split) or warms up (eager); 2 still warms eager
     return {
         "steps": steps,
         "per_step": per,
@@ -139,8 +143,13 @@ def main() -> int:
         "unsloth_split_vs_compile_off": split_vs_eager(split, c),
         "trainer_args": {
             k: json.loads((RES13 / "C_split_trainer_args.json").read_text())[k]
-            for k in ("per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",
-                      "unsloth_grpo_mini_batch", "unsloth_logit_chunk_multiplier")
+            for k in (
+                "per_device_train_batch_size",
+                "gradient_accumulation_steps",
+                "steps_per_generation",
+                "unsloth_grpo_mini_batch",
+                "unsloth_logit_chunk_multiplier",
+            )
         },  # fmt: skip
         "pad_eos": (RES13 / "pad_eos_summary.txt").read_text().splitlines(),
     }
