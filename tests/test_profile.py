@@ -65,3 +65,70 @@ def test_a_trace_cut_short_leaves_no_file(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="No space left"):  # the callback turns it into a note (test above)
         write_trace(HalfWritten(), trace)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_ops_own_times_are_torchs_from_the_raw_events() -> None:
+    """summarize reads the profiler's raw events in one pass and a sort; on the CPU each op's own time
+    (its time less its child ops') and its calls are what torch's own tree (key_averages) says."""
+    import torch
+
+    from cli.train.profile import summarize
+
+    x = torch.ones(32, 32)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with torch.profiler.record_function("## an annotation ##"):  # neither an op nor busy time
+            for _ in range(50):
+                x = (x.to(torch.float64) @ x.double()).float().softmax(-1)
+    ours = summarize(prof.profiler.kineto_results.events(), cuda=False)
+    theirs = {e.key: e for e in prof.key_averages()}
+    assert ours["kernels"] == [] and ours["events"] >= 50 * 4
+    names = {r["name"] for r in ours["ops"]}
+    assert {"aten::mm", "aten::_softmax", "aten::to"} <= names and "## an annotation ##" not in names
+    for r in ours["ops"]:
+        t = theirs[r["name"]]
+        assert r["calls"] == t.count, r
+        assert abs(r["self_ms"] - t.self_cpu_time_total / 1e3) <= 0.002 + 0.01 * r["self_ms"], r
+        assert abs(r["total_ms"] - t.cpu_time_total / 1e3) <= 0.002 + 0.01 * r["total_ms"], r
+    own_total = sum(r["self_ms"] for r in ours["ops"])
+    assert abs(ours["busy_ms"] - own_total) <= 0.01 * ours["busy_ms"] + 0.01  # all ops fit in the top 40 here
+
+
+def test_kernels_are_counted_once_and_given_to_the_op_that_launched_them() -> None:
+    """With a GPU: an op's own time is the device time of the kernels it launched itself, the kernels are
+    listed apart, and annotations on the device (and the profiler's own overhead) are no device work.
+    The events are written here in the shape torch's _KinetoEvent has (no GPU on this machine)."""
+    from torch.autograd import DeviceType
+
+    from cli.train.profile import summarize, table
+
+    def ev(name, kind, start, end, corr=0, linked=0, device=DeviceType.CPU):  # noqa: ANN001, ANN202
+        return SimpleNamespace(
+            name=lambda: name, activity_type=lambda: kind, device_type=lambda: device,
+            start_ns=lambda: start, end_ns=lambda: end, start_thread_id=lambda: 1,
+            correlation_id=lambda: corr, linked_correlation_id=lambda: linked,
+        )  # fmt: skip
+
+    gpu = DeviceType.CUDA
+    events = [
+        ev("## loss ##", "user_annotation", 0, 9_000_000, corr=1),
+        ev("aten::linear", "cpu_op", 10, 5_000_000, corr=2),
+        ev("aten::mm", "cpu_op", 20, 4_000_000, corr=3),  # the child launches the GEMM
+        ev("cudaLaunchKernel", "cuda_runtime", 30, 40, corr=90, linked=3),
+        ev("sm90_gemm", "kernel", 100, 2_000_100, linked=3, device=gpu),
+        ev("aten::add_", "cpu_op", 5_000_000, 6_000_000, corr=4),
+        ev("elementwise_add", "kernel", 2_000_200, 2_500_200, linked=4, device=gpu),
+        ev("elementwise_add", "kernel", 2_600_000, 3_100_000, linked=4, device=gpu),
+        ev("## loss ##", "gpu_user_annotation", 0, 9_000_000, linked=1, device=gpu),
+        ev("Command Buffer Full", "overhead", 50, 60, device=gpu),
+    ]
+    s = summarize(events, cuda=True)
+    assert s["events"] == len(events) and s["busy_ms"] == 3.0  # 2 ms of GEMM, 2 x 0.5 ms of adds
+    assert s["kernels"] == [
+        {"name": "sm90_gemm", "calls": 1, "self_ms": 2.0},
+        {"name": "elementwise_add", "calls": 2, "self_ms": 1.0},
+    ]
+    own = {r["name"]: r["self_ms"] for r in s["ops"]}
+    assert own == {"aten::mm": 2.0, "aten::add_": 1.0, "aten::linear": 0.0}
+    assert [r["name"] for r in s["ops"]] == ["aten::mm", "aten::add_", "aten::linear"]
+    text = table(s, cuda=True)
+    assert "sm90_gemm" in text and "Command Buffer Full" not in text and "## loss ##" not in text

@@ -44,7 +44,9 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
                 acts = [torch.profiler.ProfilerActivity.CPU]
                 if torch.cuda.is_available():
                     acts.append(torch.profiler.ProfilerActivity.CUDA)
-                prof = torch.profiler.profile(activities=acts, acc_events=True)  # one cycle: no warning
+                # No acc_events: it makes torch build its Python tree of every event when the profile stops
+                # (minutes for a step of millions of ops); the files are made from the raw events instead.
+                prof = torch.profiler.profile(activities=acts)
                 try:
                     prof.__enter__()
                 except Exception as e:  # noqa: BLE001 - a diagnostic never stops the training
@@ -85,37 +87,110 @@ def profiler_callback(step: int, out_dir: Path) -> Any:
 
 
 def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: bool) -> None:
-    """The table, the numbers and the trace of one profiled step (each file written whole or not at all).
-
-    torch lists the ops (run on the CPU, with the device time of the kernels they launched) and, with a GPU,
-    the kernels themselves: the two are kept apart here so that no time is counted twice."""
-    from torch.autograd import DeviceType
-
+    """The table, the numbers and the trace of one profiled step (each file written whole or not at all),
+    from the profiler's raw events (:func:`summarize`), not torch's ``key_averages``: that builds a Python
+    object and a parent/child tree for every event, which held a 1.5B Unsloth step of 16 accumulation steps
+    for minutes on the H200 (bench/learning-gpu.md, round 13)."""
     from cli.run.atomic import atomic_write_json, atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    events = prof.key_averages()
-    kernels = [e for e in events if e.device_type != DeviceType.CPU]
-    ops = [e for e in events if e.device_type == DeviceType.CPU]
-
-    def self_of(e: Any) -> float:
-        return float(e.self_device_time_total if cuda else e.self_cpu_time_total)
-
-    def rows(evs: list[Any]) -> list[dict[str, Any]]:
-        top = sorted(evs, key=self_of, reverse=True)[:TOP]
-        return [{"name": e.key, "calls": e.count, "self_ms": round(self_of(e) / 1e3, 3)} for e in top]
-
-    busy_ms = sum(self_of(e) for e in (kernels if cuda else ops)) / 1e3
-    head = (f"step {step}: {wall:.3f} s under the profiler; {busy_ms:.1f} ms of "
-            f"{'kernels on the GPU' if cuda else 'ops on the CPU'}\n")  # fmt: skip
-    key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    atomic_write_text(out_dir / f"step-{step}.txt", head + events.table(sort_by=key, row_limit=TOP) + "\n")
+    summary = summarize(prof.profiler.kineto_results.events(), cuda=cuda)
+    unit = "kernels on the GPU" if cuda else "ops on the CPU"
+    head = (f"step {step}: {wall:.3f} s under the profiler; {summary['busy_ms']:.1f} ms of {unit} "
+            f"({summary['events']} events)\n")  # fmt: skip
+    atomic_write_text(out_dir / f"step-{step}.txt", head + table(summary, cuda=cuda))
     atomic_write_json(
         out_dir / f"step-{step}.json",
-        {"step": step, "wall_s": round(wall, 3), "time": "device" if cuda else "cpu",
-         "busy_ms": round(busy_ms, 3), "ops": rows(ops), "kernels": rows(kernels) if cuda else []},
-    )  # fmt: skip
+        {"step": step, "wall_s": round(wall, 3), "time": "device" if cuda else "cpu", **summary},
+    )
     write_trace(prof, out_dir / f"step-{step}.trace.json.gz")
+
+
+NOT_BUSY = {"gpu_user_annotation", "cuda_sync", "overhead"}  # device-side events that are not device work
+
+
+def summarize(events: Any, *, cuda: bool) -> dict[str, Any]:
+    """The ops and (with a GPU) the kernels of a profile, from the profiler's raw events, in a time linear in
+    their number but for one sort. An op's own time is the device time of the kernels it launched itself
+    (with a GPU), or its CPU time less its child ops' (without); the kernels are listed apart, so that no
+    time is counted twice. Annotations (``record_function`` ranges) are neither ops nor device work.
+
+    ``events``: objects with the methods of torch's ``_KinetoEvent`` (``name``, ``activity_type``,
+    ``device_type``, ``start_ns``, ``end_ns``, ``start_thread_id``, ``correlation_id``,
+    ``linked_correlation_id``)."""
+    from torch.autograd import DeviceType
+
+    ops: dict[str, list[int]] = {}  # name -> [calls, own ns, total ns]
+    kernels: dict[str, list[int]] = {}  # name -> [calls, ns]
+    by_thread: dict[int, list[tuple[int, int, str]]] = {}
+    op_of: dict[int, str] = {}  # correlation id -> op name
+    launched: list[tuple[int, int]] = []  # (the launching op's correlation id, kernel ns)
+    count = 0
+    for e in events:
+        count += 1
+        kind = e.activity_type()
+        if kind == "cpu_op":
+            name, start, end = e.name(), e.start_ns(), e.end_ns()
+            row = ops.setdefault(name, [0, 0, 0])
+            row[0] += 1
+            row[2] += end - start
+            by_thread.setdefault(e.start_thread_id(), []).append((start, end, name))
+            op_of[e.correlation_id()] = name
+        elif e.device_type() != DeviceType.CPU and kind not in NOT_BUSY:
+            ns = e.end_ns() - e.start_ns()
+            row = kernels.setdefault(e.name(), [0, 0])
+            row[0] += 1
+            row[1] += ns
+            launched.append((e.linked_correlation_id(), ns))
+    if cuda:
+        for corr, ns in launched:
+            if corr in op_of:
+                ops[op_of[corr]][1] += ns
+    else:
+        _own_cpu_time(by_thread, ops)
+
+    def rows(table: dict[str, list[int]]) -> list[dict[str, Any]]:
+        top = sorted(table.items(), key=lambda kv: kv[1][1], reverse=True)[:TOP]
+        out = [{"name": k, "calls": v[0], "self_ms": round(v[1] / 1e6, 3)} for k, v in top]
+        for r, (_, v) in zip(out, top, strict=True):
+            if len(v) > 2:  # an op: its time with its children's
+                r["total_ms"] = round(v[2] / 1e6, 3)
+        return out
+
+    busy = sum(v[1] for v in (kernels if cuda else ops).values())
+    return {
+        "events": count,
+        "busy_ms": round(busy / 1e6, 3),
+        "ops": rows(ops),
+        "kernels": rows(kernels) if cuda else [],
+    }
+
+
+def _own_cpu_time(by_thread: dict[int, list[tuple[int, int, str]]], ops: dict[str, list[int]]) -> None:
+    """Each op's CPU time less its direct child ops' (ops nest on a thread), summed into ``ops[name][1]``."""
+    for spans in by_thread.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))  # a parent before the child that starts with it
+        stack: list[tuple[int, str]] = []  # (end, name) of the ops open at this point
+        for start, end, name in spans:
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            ops[name][1] += end - start
+            if stack:
+                ops[stack[-1][1]][1] -= end - start
+            stack.append((end, name))
+
+
+def table(summary: dict[str, Any], *, cuda: bool) -> str:
+    """``step-N.txt``: the top ops by their own time, then (with a GPU) the top kernels."""
+    own = "self device ms" if cuda else "self CPU ms"
+    lines = [f"{'op':<60} {'calls':>8} {own:>15} {'total ms':>12}"]
+    for r in summary["ops"]:
+        total = f"{r['total_ms']:>12.3f}" if "total_ms" in r else ""
+        lines.append(f"{r['name'][:60]:<60} {r['calls']:>8} {r['self_ms']:>15.3f} {total}")
+    if cuda:
+        lines += ["", f"{'kernel':<90} {'calls':>8} {'ms':>12}"]
+        lines += [f"{r['name'][:90]:<90} {r['calls']:>8} {r['self_ms']:>12.3f}" for r in summary["kernels"]]
+    return "\n".join(lines) + "\n"
 
 
 def write_trace(prof: Any, trace: Path) -> None:
