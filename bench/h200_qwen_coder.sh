@@ -26,7 +26,7 @@
 #   bash bench/h200_qwen_coder.sh hf                 # (background) A alone for GRPO_SECONDS, no evaluations
 #   bash bench/h200_qwen_coder.sh dynamic            # (background) D = A + grpo.dynamic_sampling, alone, for
 #                                                    #   GRPO_SECONDS, then GSM8K SFT/GRPO in one call
-#   bash bench/h200_qwen_coder.sh backends PARTS_DIR # (background) what the learning issue still lacks, in one
+#   [PAD=0] bash bench/h200_qwen_coder.sh backends PARTS_DIR # (background) what the learning issue lacks, in one
 #                                                    #   lease: h200_pad_eos.sh (both backends) beside the GGUF
 #                                                    #   import, prep's SFT after it, then `unsloth`, then `hf`
 #                                                    #   (GRPO_SECONDS=HF_SECONDS, default 180; 0: none)
@@ -223,8 +223,10 @@ case "${1:-}" in
     # input fix). The last part's call touches PARTS_DIR/gguf.done.
     parts=${2:?parts dir}
     while [ ! -e "$W/unpack.done" ]; do sleep 2; done
-    ( bash bench/h200_pad_eos.sh "$W/padeos" > "$W/padeos.log" 2>&1; stamp "pad_eos exit $?" >> "$W/phases.log"
+    if [ "${PAD:-1}" = 0 ]; then touch "$W/padeos.done"  # PAD=0: no h200_pad_eos.sh (measured in round 13)
+    else ( bash bench/h200_pad_eos.sh "$W/padeos" > "$W/padeos.log" 2>&1; stamp "pad_eos exit $?" >> "$W/phases.log"
       touch "$W/padeos.done" ) &
+    fi
     while [ ! -e "$parts/gguf.done" ]; do sleep 2; done
     WAIT_SFT=padeos.done bash "$0" prep "$parts" || exit 1
     wait
