@@ -250,16 +250,26 @@ def test_unsloths_compile_is_turned_off_before_unsloth_is_imported(
 def test_the_unsloth_scoring_line_says_what_it_does() -> None:
     from cli.train.unsloth_scoring import scoring_layout
 
-    assert scoring_layout(128, 1, 384).describe() == (
+    assert scoring_layout(128, 1, 384).describe({}) == (
         "Unsloth's torch.compile is off for this run: its kept-set scorer would unroll 512 chunks of a "
         "128-completion step into one graph (minutes to compile, and split steps ran 2x slower); "
         "batch_size ≤ 8 keeps it compiled"
     )
-    assert scoring_layout(8, 16, 384).describe() == (
+    assert scoring_layout(8, 16, 384).describe({}) == (
         "Unsloth scores the rollouts' kept set in compiled graphs of ≤ 8 chunks "
         "(old log-probs in 16 mini-batches)"
     )
-    assert scoring_layout(4, 1, 384).describe().endswith("(old log-probs in one pass)")
+    assert scoring_layout(4, 1, 384).describe({}).endswith("(old log-probs in one pass)")
+    # an exported UNSLOTH_COMPILE_DISABLE wins over the plan's, and the line says so
+    assert scoring_layout(128, 1, 384).describe({"UNSLOTH_COMPILE_DISABLE": "0"}) == (
+        "UNSLOTH_COMPILE_DISABLE=0 is exported: Unsloth compiles its kept-set scorer, 512 chunks of a "
+        "128-completion step in one graph (minutes on the first step)"
+    )
+    assert (
+        scoring_layout(128, 1, 384)
+        .describe({"UNSLOTH_COMPILE_DISABLE": "1"})
+        .startswith("Unsloth's torch.compile is off")
+    )
 
 
 def test_an_unsloth_that_drops_a_field_refuses_with_one_line() -> None:

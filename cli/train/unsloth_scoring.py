@@ -6,6 +6,8 @@ environment Unsloth reads on import (``grpo grpo --dry-run`` shows it as ``unslo
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 SCORING_CHUNKS = 8  # chunks in one of Unsloth's compiled kept-set scoring graphs, at most
@@ -53,7 +55,15 @@ class ScoringLayout:
         """The environment Unsloth must see when it is imported."""
         return {} if self.compiled else {COMPILE_ENV: "1"}
 
-    def describe(self) -> str:
+    def describe(self, environ: Mapping[str, str] | None = None) -> str:
+        """The stage's line about it; ``environ`` (the process's, by default): an exported
+        ``UNSLOTH_COMPILE_DISABLE`` wins over the plan's, and the line says so."""
+        exported = (os.environ if environ is None else environ).get(COMPILE_ENV)
+        if not self.compiled and exported is not None and exported not in ("1", "partial"):  # Unsloth's "off"
+            return (
+                f"{COMPILE_ENV}={exported} is exported: Unsloth compiles its kept-set scorer, "
+                f"{self.rows * 4} chunks of a {self.rows}-completion step in one graph (minutes on the first step)"
+            )
         if self.compiled:
             old = f"{self.mini_batches} mini-batches" if self.mini_batches > 1 else "one pass"
             chunks = self.rows * self.multiplier
