@@ -62,7 +62,8 @@ class ScoringLayout:
         if not self.compiled and exported is not None and exported not in ("1", "partial"):  # Unsloth's "off"
             return (
                 f"{COMPILE_ENV}={exported} is exported: Unsloth compiles its kept-set scorer, "
-                f"{self.rows * 4} chunks of a {self.rows}-completion step in one graph (minutes on the first step)"
+                f"{self.rows * 4} chunks of a {self.rows}-completion step in one graph "
+                "(minutes on the first step)"
             )
         if self.compiled:
             old = f"{self.mini_batches} mini-batches" if self.mini_batches > 1 else "one pass"
