@@ -116,12 +116,10 @@ class GrpoPlan:
         ScoringLayout`: in small compiled graphs, or with its compile off); None: Unsloth's own choice."""
         from cli.train.unsloth_scoring import scoring_layout
 
-        truncated = _rollout_support(self.cfg).truncated
-        if self.backend != "unsloth" or not self.use_vllm or not truncated:
-            return None
-        if not self.cfg.grpo.score_rollout_support:
-            return None
         g = self.cfg.grpo
+        truncated = _rollout_support(self.cfg).truncated
+        if self.backend != "unsloth" or not self.use_vllm or not truncated or not g.score_rollout_support:
+            return None
         return scoring_layout(g.per_device_batch, g.rollout_steps, self.budget.completion)
 
     # ---- TRL's GRPOConfig ---------------------------------------------------------------------------

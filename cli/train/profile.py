@@ -134,8 +134,10 @@ def summarize(events: Any, *, cuda: bool) -> dict[str, Any]:
             row = ops.setdefault(name, [0, 0, 0])
             row[0] += 1
             row[2] += end - start
-            by_thread.setdefault(e.start_thread_id(), []).append((start, end, name))
-            op_of[e.correlation_id()] = name
+            if cuda:  # its own time: its kernels'
+                op_of[e.correlation_id()] = name
+            else:  # its own time: its span less its children's
+                by_thread.setdefault(e.start_thread_id(), []).append((start, end, name))
         elif e.device_type() != DeviceType.CPU and kind not in NOT_BUSY:
             ns = e.end_ns() - e.start_ns()
             row = kernels.setdefault(e.name(), [0, 0])

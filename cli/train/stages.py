@@ -26,6 +26,7 @@ from cli.train.live import Interrupt, LiveSpec, make_callback, quiet_trainer
 from cli.train.report import GrpoResult, last_logged, report, steps_word
 from cli.train.stopping import stop_fields, train_until_stopped
 from cli.train.trainer import Observers
+from cli.train.unsloth_scoring import COMPILE_ENV
 
 if TYPE_CHECKING:
     from cli.config.schema import Config
@@ -38,7 +39,7 @@ def eager_on_cpu_for_tiny(cfg: Config) -> None:
     same losses (measured here 2026-11-30, G=4 × 64 tokens) — it made the demo's GRPO stage 100 s instead
     of a few. Real models keep Unsloth's default; ``UNSLOTH_COMPILE_DISABLE`` set by the user wins."""
     if str(cfg.model) == "tiny" and not backends.cuda_available():
-        os.environ.setdefault("UNSLOTH_COMPILE_DISABLE", "1")
+        os.environ.setdefault(COMPILE_ENV, "1")
 
 
 # ---- stage 1 ------------------------------------------------------------------------------------
