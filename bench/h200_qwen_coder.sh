@@ -32,6 +32,8 @@
 #                                                    #   (GRPO_SECONDS=HF_SECONDS, default 180; 0: none)
 #   bash bench/h200_qwen_coder.sh gemma              # (background) Gemma-3-270M, round 3's settings again (no GGUF
 #                                                    #   parts needed: its GGUF comes in the small payload's EXTRA)
+#   bash bench/h200_qwen_coder.sh server           # (background) S: TRL server mode, server on GPU 0, trainer on GPU 1
+#                                                    #   (needs two GPUs; waits for `backends`; SERVER_AFTER files)
 #   bash bench/h200_qwen_coder.sh wait FILE [SECONDS] | status | collect OUT
 # STACKS=SECONDS: every Python process writes its threads' stacks to $W/stacks/<pid>.txt every SECONDS.
 # C_ENV: variables for C alone, e.g. C_ENV=UNSLOTH_BLOCK_COMPILE=0 (Unsloth 2026.10's per-decoder-block
@@ -243,6 +245,36 @@ case "${1:-}" in
       bash bench/h200_learning_levers.sh "$W/gemma" "$W/gemma-out" > "$W/gemma.log" 2>&1
     stamp "gemma exit $?"; touch "$W/gemma.done"
     ;;
+  server)  # S: TRL's server mode on two GPUs. `grpo serve` of the SFT run's model on SERVE_GPU (0) once
+    # $W/backends.done (that GPU is free), then `grpo grpo --vllm-server` (hf backend, A's settings) on TRAIN_GPU (1)
+    # once every file in SERVER_AFTER exists (e.g. gemma.done), for S_SECONDS; server_probe.py before and after.
+    # SRV_WHEELS: the HTTP server's wheels (uvicorn and friends), which the vLLM bundle's minimal tier leaves out.
+    while [ ! -e "$W/backends.done" ]; do sleep 2; done
+    [ -n "${SRV_WHEELS:-}" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/site "$SRV_WHEELS"/*.whl
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    config; rm -rf "$W/runs/S" "$W/server.done"; cp -r "$W/runs/sft" "$W/runs/S"
+    port=${PORT:-8011}
+    CUDA_VISIBLE_DEVICES=${SERVE_GPU:-0} setsid python3 -m cli serve --run "$W/runs/S" --port "$port" \
+      --gpu-memory-utilization "${SERVE_UTIL:-0.5}" > "$W/serve.log" 2>&1 & spid=$!
+    up=""
+    for _ in $(seq 300); do
+      python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+        "http://127.0.0.1:$port/health" 2>/dev/null && { up=1; break; }
+      kill -0 $spid 2>/dev/null || break; sleep 1
+    done
+    [ -n "$up" ] || { stamp "server did not come up"; tail -5 "$W/serve.log"; touch "$W/server.done"; exit 1; }
+    stamp "server up"
+    python3 bench/server_probe.py "127.0.0.1:$port" "$W/probe_before.json" > "$W/probe.log" 2>&1
+    for f in ${SERVER_AFTER:-}; do while [ ! -e "$W/$f" ]; do sleep 2; done; done
+    stamp "S start"
+    until_deadline S "${S_SECONDS:-240}" env CUDA_VISIBLE_DEVICES="${TRAIN_GPU:-1}" python3 -m cli grpo \
+      --run "$W/runs/S" --config "$W/qc.yaml" --backend hf --vllm-server "127.0.0.1:$port"
+    stamp "S done: $(grep -E '^(grpo done|interrupted|error)' "$W/S.log" | tail -1)"
+    python3 bench/server_probe.py "127.0.0.1:$port" "$W/probe_after.json" --against "$W/probe_before.json" \
+      >> "$W/probe.log" 2>&1
+    kill -TERM -- -$spid 2>/dev/null; sleep 3; kill -KILL -- -$spid 2>/dev/null
+    touch "$W/server.done"
+    ;;
   chain)
     bash "$0" prep "${2:?parts dir}" && bash "$0" train && bash "$0" eval; stamp "chain exit $?"; touch "$W/chain.done"
     ;;
@@ -251,21 +283,22 @@ case "${1:-}" in
     bash "$0" status
     ;;
   status)
-    for f in phases.log padeos.log gemma.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
+    for f in phases.log padeos.log gemma.log serve.log S.log probe.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
       [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
     done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     ;;
   collect)
     out=${2:?out dir}; mkdir -p "$out"
-    for r in A B C D; do cp "$W/runs/$r/logs/metrics.jsonl" "$out/${r}_metrics.jsonl" 2>/dev/null; done
+    for r in A B C D S; do cp "$W/runs/$r/logs/metrics.jsonl" "$out/${r}_metrics.jsonl" 2>/dev/null; done
     cp "$W/is_floor.json" "$W/eval_checkpoints.json" "$W/eval_checkpoints.samples.jsonl.gz" "$out/" 2>/dev/null
     cp "$W/runs/A/eval/report.json" "$out/evalA_report.json" 2>/dev/null
     cp "$W/runs/D/eval/report.json" "$out/evalD_report.json" 2>/dev/null
     tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log D.log F.log \
-      evalA.log evalX.log evalD.log phases.log overhead.log overhead runs/A/manifest.json runs/A/eval/samples.jsonl \
+      evalA.log evalX.log evalD.log phases.log overhead.log overhead serve.log S.log probe.log probe_before.json \
+      probe_after.json runs/S/logs/train.png runs/A/manifest.json runs/A/eval/samples.jsonl \
       runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
       runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl runs/C/logs/grpo.log \
-      runs/C/grpo/checkpoints/attempt-1/trainer_args.json runs/{A,C,D}/logs/profile/step-5.{txt,json} \
+      runs/C/grpo/checkpoints/attempt-1/trainer_args.json runs/{A,C,D,S}/logs/profile/step-5.txt \
       padeos gemma-out stacks 2>/dev/null
     ls -la "$out"
     ;;
