@@ -232,6 +232,7 @@ case "${1:-}" in
     while [ ! -e "$parts/gguf.done" ]; do sleep 2; done
     WAIT_SFT=padeos.done bash "$0" prep "$parts" || exit 1
     wait
+    for f in ${C_AFTER:-}; do while [ ! -e "$W/$f" ]; do sleep 2; done; done  # e.g. gemma.done: C's GPU alone
     bash "$0" unsloth
     [ "${HF_SECONDS:-180}" -gt 0 ] && GRPO_SECONDS=${HF_SECONDS:-180} bash "$0" hf  # HF_SECONDS=0: no A
     stamp "backends done"; touch "$W/backends.done"
