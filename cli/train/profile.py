@@ -18,6 +18,7 @@ Only the main process profiles.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +127,12 @@ def summarize(events: Any, *, cuda: bool) -> dict[str, Any]:
     op_of: dict[int, str] = {}  # correlation id -> op name
     launched: list[tuple[int, int]] = []  # (the launching op's correlation id, kernel ns)
     count = 0
+    kind_of: Callable[[Any], str] | None = None
     for e in events:
         count += 1
-        kind = e.activity_type()
+        if kind_of is None:
+            kind_of = _kind_reader(e, DeviceType.CPU)
+        kind = kind_of(e)
         if kind == "cpu_op":
             name, start, end = e.name(), e.start_ns(), e.end_ns()
             row = ops.setdefault(name, [0, 0, 0])
@@ -166,6 +170,31 @@ def summarize(events: Any, *, cuda: bool) -> dict[str, Any]:
         "ops": rows(ops),
         "kernels": rows(kernels) if cuda else [],
     }
+
+
+def _kind_reader(event: Any, cpu: Any) -> Callable[[Any], str]:
+    """How to read an event's kind (kineto's activity type: ``cpu_op``, ``kernel``, ``cuda_runtime``...).
+
+    torch 2.11 (the H200 image's) has no ``_KinetoEvent.activity_type``: there the kind is told apart the way
+    torch's own parser files events. Annotations say so (``is_user_annotation``), Python functions too. A
+    host event linked to no op is an op itself (a runtime call is linked to the op that made it), and a
+    device event linked to no op is the profiler's overhead, not work that an op launched."""
+    if hasattr(event, "activity_type"):
+        return lambda e: e.activity_type()
+    annotation = hasattr(event, "is_user_annotation")
+    python = hasattr(event, "is_python_function")
+
+    def kind(e: Any) -> str:
+        host = e.device_type() == cpu
+        if annotation and e.is_user_annotation():
+            return "user_annotation" if host else "gpu_user_annotation"
+        if python and e.is_python_function():
+            return "python_function"
+        if e.linked_correlation_id() == 0:
+            return "cpu_op" if host else "overhead"
+        return "cuda_runtime" if host else "kernel"
+
+    return kind
 
 
 def _own_cpu_time(by_thread: dict[int, list[tuple[int, int, str]]], ops: dict[str, list[int]]) -> None:
