@@ -12,7 +12,10 @@ quotes for it, from the raw files in bench/results/backends-2026-12-04/.
 - round 13 (bench/results/backends-2026-12-04b/, a second lease that day): the Unsloth backend compiled, its
   128-completion step split into 16 accumulation steps of 8 rows (8 chunks a scoring graph, 305d6b0), against
   round 12's run of the same prompts with Unsloth's compile off and the step whole: IS weighting, and each
-  step's phases side by side (steps 1-4; step 5 sat under the profiler in both).
+  step's phases side by side (steps 1-4; step 5 sat under the profiler in both);
+- round 14 (bench/results/backends-2026-12-04c/, a third lease): the Unsloth run as d30f34b's plan runs a
+  128-completion step (compile off, the step whole, as the plan's start line says), against round 12's run of
+  the same prompts: IS weighting and each step's phases (another machine: the same settings measured twice).
 
     python bench/backends_report.py [--json bench/learning-gpu.json]
 """
@@ -28,6 +31,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RES = HERE / "results" / "backends-2026-12-04"
+RES14 = HERE / "results" / "backends-2026-12-04c"
 RES13 = HERE / "results" / "backends-2026-12-04b"
 ROUND11 = HERE / "results" / "qwen-coder-10min"
 SAME_STEPS = (2, 3, 4, 7)
@@ -153,6 +157,14 @@ def main() -> int:
         },  # fmt: skip
         "pad_eos": (RES13 / "pad_eos_summary.txt").read_text().splitlines(),
     }
+    eager = grpo_rows(RES14 / "C_eager_metrics.jsonl")
+    out["round14"] = {
+        "is_weighting_unsloth_plan_compile_off": weighting(eager),
+        "plan_run_vs_round12_compile_off": split_vs_eager(eager, c),
+    }
+    # per step [round 12, round 14]; the ratio 14 / 12
+    same = out["round14"]["plan_run_vs_round12_compile_off"]
+    same["round14_over_round12_steps_3_on"] = same.pop("split_over_eager_steps_3_on")
     print(json.dumps(out, indent=1))
     if args.json:
         data = json.loads(args.json.read_text()) if args.json.exists() else {}
