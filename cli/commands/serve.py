@@ -12,9 +12,12 @@ Example: grpo serve --run runs/qwen --port 8000
 
 from __future__ import annotations
 
+import collections
 import importlib.util
+import re
 import subprocess
 import sys
+import threading
 
 import typer
 
@@ -80,14 +83,44 @@ def serve(
         f"serving {cfg.model} for `grpo grpo --vllm-server {shown}:{opts.port}` — {' '.join(cmd)}",
         soft_wrap=True,
     )
-    with subprocess.Popen(cmd) as proc:
+    code, missing = run_server(cmd)
+    if code not in (0, *signals.EXIT_CODES):
+        if missing:  # a partial vLLM install: its HTTP server imports more than its offline engine does
+            raise GrpoError(
+                f"trl vllm-serve exited with code {code}: Python module {missing!r} is missing (vLLM's HTTP "
+                "server imports it; a partial vLLM install?): pip install 'grpo[vllm]' installs all it needs",
+                code=code,
+            )
+        raise GrpoError(f"trl vllm-serve exited with code {code} (its messages are above)", code=code)
+    raise typer.Exit(code)
+
+
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def run_server(cmd: list[str]) -> tuple[int, str | None]:
+    """Run the server, its stderr passed through line by line as it comes; returns its exit code and, when its
+    last words were a missing module, that module's name. Ctrl-C reaches the server too (one terminal);
+    SIGTERM is passed on."""
+    tail: collections.deque[str] = collections.deque(maxlen=50)
+    with subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1) as proc:
+        stream = proc.stderr  # a pipe (never None here)
+
+        def relay() -> None:
+            for line in stream or ():
+                sys.stderr.write(line)
+                sys.stderr.flush()
+                tail.append(line)
+
+        reader = threading.Thread(target=relay, name="grpo-serve-stderr", daemon=True)
+        reader.start()
         try:
             code = proc.wait()
-        except KeyboardInterrupt as stop:  # Ctrl-C reached the server too (one terminal); SIGTERM: pass it on
+        except KeyboardInterrupt as stop:
             if isinstance(stop, signals.Terminated):
                 proc.terminate()
             proc.wait()
             code = signals.exit_code()
-    if code not in (0, *signals.EXIT_CODES):
-        raise GrpoError(f"trl vllm-serve exited with code {code} (its messages are above)", code=code)
-    raise typer.Exit(code)
+        reader.join(timeout=5)
+    found = [m.group(1) for line in tail for m in [_MISSING.search(line)] if m]
+    return code, (found[-1] if found and code != 0 else None)
