@@ -56,3 +56,29 @@ def terminate_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the end of the block, then act as they would have: for the first import
+    of torch and the trainers, where C++ calls back into Python. An exception that a Python signal handler
+    raises there crosses C++ that cannot pass it on, and the process aborts (pybind11's
+    ``error_already_set``, then ``std::terminate``: exit -6, seen with SIGTERM during ``import torch``).
+    The wait is the imports' few seconds."""
+    pending: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    try:
+        previous = {sig: signal.signal(sig, hold) for sig in STOP_SIGNALS}
+    except ValueError:  # not the main thread: signal handlers run on the main one anyway
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if pending:  # delivered again, now that a handler's exception is safe to raise
+            signal.raise_signal(pending[-1])

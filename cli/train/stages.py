@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
+from cli.run import signals
 from cli.run.atomic import atomic_write_json
 from cli.run.console import console, err_console
 from cli.run.ranks import is_main, world_size
@@ -48,8 +49,9 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
 
     attempt = next_attempt_from_metrics(run, "sft")
     console.print(f"[dim]sft: loading {backend}, {cfg.model} and the warm-up examples…[/]")
-    eager_on_cpu_for_tiny(cfg)
-    backends.import_backend(backend)  # before TRL/transformers
+    with signals.deferred():  # a stop signal inside torch's import would abort the process
+        eager_on_cpu_for_tiny(cfg)
+        backends.import_backend(backend)  # before TRL/transformers
     from cli.train.data import sft_dataset
     from cli.train.trainer import sft_trainer_class
 
@@ -187,10 +189,11 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
 def _load(plan: GrpoPlan) -> tuple[Any, Any]:
     """The backend (Unsloth before TRL/transformers), then the model + LoRA (the SFT adapter, if any)."""
     console.print(f"[dim]grpo: loading {plan.backend}, {plan.cfg.model} and the prompts…[/]")
-    eager_on_cpu_for_tiny(plan.cfg)
-    for key, value in plan.backend_env().items():  # read by the backend on import or while it trains
-        os.environ.setdefault(key, value)
-    backends.import_backend(plan.backend, use_vllm=plan.use_vllm)
+    with signals.deferred():  # a stop signal inside torch's import would abort the process
+        eager_on_cpu_for_tiny(plan.cfg)
+        for key, value in plan.backend_env().items():  # read by the backend on import or while it trains
+            os.environ.setdefault(key, value)
+        backends.import_backend(plan.backend, use_vllm=plan.use_vllm)
     return backends.load_for_training(
         plan.cfg,
         plan.run,
