@@ -99,9 +99,9 @@ _MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 def run_server(cmd: list[str]) -> tuple[int, str | None]:
-    """Run the server, its stderr passed through line by line as it comes; returns its exit code and, when its
-    last words were a missing module, that module's name. Ctrl-C reaches the server too (one terminal);
-    SIGTERM is passed on."""
+    """Run the server, its stderr passed through line by line as it comes. Returns its exit code and, when it
+    failed with a missing module among its last 50 lines, the last such module's name. Ctrl-C reaches the
+    server too (one terminal); SIGTERM is passed on."""
     tail: collections.deque[str] = collections.deque(maxlen=50)
     with subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1) as proc:
         stream = proc.stderr  # a pipe (never None here)
@@ -122,5 +122,6 @@ def run_server(cmd: list[str]) -> tuple[int, str | None]:
             proc.wait()
             code = signals.exit_code()
         reader.join(timeout=5)
-    found = [m.group(1) for line in tail for m in [_MISSING.search(line)] if m]
-    return code, (found[-1] if found and code != 0 else None)
+    if code == 0:
+        return code, None
+    return code, next((m.group(1) for line in reversed(tail) if (m := _MISSING.search(line))), None)
