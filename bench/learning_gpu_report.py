@@ -10,6 +10,9 @@ Reads what bench/h200_learning_run.sh (and the follow-up GRPO run) brought back:
 - ``eval_samples.jsonl.gz``: the first eval (base, SFT), to show how far vLLM's greedy decoding repeats
   itself across calls;
 - ``g2_metrics.jsonl``: the run's logs/metrics.jsonl (SFT, then both GRPO attempts).
+``--levers``, ``--round3`` and ``--round15`` add the later Gemma rounds (bench/h200_learning_levers.sh's
+folders; round 15 is round 3's settings with on-policy scoring, plotted over round 3 with the IS ratio and
+log-prob difference); ``--json`` updates its keys in the file and keeps the other reports' keys.
 Per checkpoint: format %, accuracy %, mean reward with 95 % intervals; differences against SFT with a paired
 bootstrap over prompts (cli/eval/stats.py, the same code `grpo eval` uses).
 """
@@ -110,24 +113,44 @@ def smooth(values: list[float], k: int = 10) -> list[float]:
     return out
 
 
+PANELS = [
+    ("reward", "reward (sum of the 4 seed-000 rewards)"),
+    ("reward_std", "reward std within groups"),
+    ("frac_reward_zero_std", "share of groups with zero spread"),
+    ("completions/mean_length", "completion length (tokens)"),
+    ("rewards/check_answer_accuracy/mean", "check_answer_accuracy"),
+    ("rewards/match_format_exactly/mean", "match_format_exactly"),
+]
+# The on-policy signals (round 15 against round 3): how much each completion weighs, and why
+IS_PANELS = [
+    ("reward", "reward (sum of the 4 seed-000 rewards)"),
+    ("frac_reward_zero_std", "share of groups with zero spread"),
+    ("completions/mean_length", "completion length (tokens)"),
+    ("rewards/check_answer_accuracy/mean", "check_answer_accuracy"),
+    ("sampling/importance_sampling_ratio/mean", "IS ratio, mean over the step (log scale)"),
+    ("sampling/sampling_logp_difference/mean", "|trainer − vLLM| log-prob per token"),
+    ("entropy", "entropy (nats per token)"),
+    ("step_seconds", "seconds per step"),
+]
+
+
 def plot(
-    runs: list[list[dict]], names: list[str], png: Path, per_step: str = "64 completions = 8 prompts x G=8"
+    runs: list[list[dict]],
+    names: list[str],
+    png: Path,
+    per_step: str = "64 completions = 8 prompts x G=8",
+    panels: list[tuple[str, str]] = PANELS,
 ) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [
-        ("reward", "reward (sum of the 4 seed-000 rewards)"),
-        ("reward_std", "reward std within groups"),
-        ("frac_reward_zero_std", "share of groups with zero spread"),
-        ("completions/mean_length", "completion length (tokens)"),
-        ("rewards/check_answer_accuracy/mean", "check_answer_accuracy"),
-        ("rewards/match_format_exactly/mean", "match_format_exactly"),
-    ]
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    cols = len(panels) // 2
+    fig, axes = plt.subplots(2, cols, figsize=(5 * cols, 8))
     for ax, (key, title) in zip(axes.flat, panels, strict=True):
+        if "importance_sampling_ratio" in key:
+            ax.set_yscale("log")
         for rows, name in zip(runs, names, strict=True):
             steps = [r["step"] for r in rows]
             vals = [float(r.get(key) or 0.0) for r in rows]
@@ -159,6 +182,8 @@ def levers(
     tag: str = "levers",
     title: str = "Round 2 (pass-rate filter, G=16, lr 5e-6)",
     against: dict[str, dict[str, list[dict]]] | None = None,
+    compare: Path | None = None,
+    compare_name: str = "",
 ) -> dict:
     """A levers round (bench/h200_learning_levers.sh): SFT and GRPO scored in one eval call, paired; also
     paired against round 1's SFT and against the GRPO checkpoints of earlier rounds (``against``: other
@@ -193,6 +218,7 @@ def levers(
         "median_step_seconds": sorted(r["step_seconds"] for r in rows[1:])[len(rows[1:]) // 2],
         **{f"first20_{k}": avg(k, head) for k in keys},
         **{f"last20_{k}": avg(k, tail) for k in keys},
+        **weighting(rows),
     }
     print(f"\n{title}:")
     for key, s in out["checkpoints"].items():
@@ -211,7 +237,33 @@ def levers(
         print(f"| {label} | " + " | ".join(cells) + " |")
     print(json.dumps({**out["training"], **out["discordant"]}, indent=1))
     if png:
-        plot([rows], [title], png, per_step="128 completions = 8 prompts x G=16")
+        if compare:  # this round's curves over the earlier round's
+            plot(
+                [curves(compare / "metrics.jsonl")[-1], rows],
+                [compare_name, title],
+                png,
+                per_step="128 completions = 8 prompts x G=16",
+                panels=IS_PANELS,
+            )
+        else:
+            plot([rows], [title], png, per_step="128 completions = 8 prompts x G=16")
+    return out
+
+
+def weighting(rows: list[dict]) -> dict:
+    """How much each completion weighed over the run (TRL's vLLM importance-sampling correction): the median
+    over steps of the step's mean ratio and of the per-token log-prob difference, with their ranges."""
+    out: dict = {}
+    for key, name in (
+        ("sampling/importance_sampling_ratio/mean", "is_ratio_mean"),
+        ("sampling/sampling_logp_difference/mean", "logp_diff_per_token"),
+        ("sampling/importance_sampling_ratio/min", "is_ratio_min"),
+        ("sampling/importance_sampling_ratio/max", "is_ratio_max"),
+    ):
+        vals = sorted(float(r[key]) for r in rows if r.get(key) is not None)
+        if vals:
+            out[f"{name}_median"] = round(vals[len(vals) // 2], 5)
+            out[f"{name}_range"] = [round(vals[0], 5), round(vals[-1], 5)]
     return out
 
 
@@ -235,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--levers-png", type=Path)
     p.add_argument("--round3", type=Path, help="the third round's folder (whole pool, lr 1e-5)")
     p.add_argument("--round3-png", type=Path)
+    p.add_argument("--round15", type=Path, help="round 3's settings again, on-policy scoring")
+    p.add_argument("--round15-png", type=Path)
     args = p.parse_args(argv)
     cps = checkpoints(args.root)
     result: dict = {"checkpoints": {k: summary(v) for k, v in cps.items()}, "vs_sft": {}}
@@ -303,8 +357,23 @@ def main(argv: list[str] | None = None) -> int:
             title="Round 3 (whole pool filtered, G=16, lr 1e-5)",
             against=earlier,
         )
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.round15:
+        earlier = {"round3": round_samples(args.round3)} if args.round3 else {}
+        if args.levers:
+            earlier["round2"] = round_samples(args.levers)
+        result["round15"] = levers(
+            args.round15,
+            cps,
+            args.round15_png,
+            tag="round15",
+            title="Round 15 (round 3's settings, on-policy scoring)",
+            against=earlier,
+            compare=args.round3,
+            compare_name="Round 3 (TRL 1.15's default weighting)",
+        )
+    if args.json:  # the file also holds other reports' keys (qwen_coder_report.py, backends_report.py)
+        data = json.loads(args.json.read_text()) if args.json.exists() else {}
+        args.json.write_text(json.dumps({**data, **result}, indent=1) + "\n")
     if args.png:
         plot(runs, names, args.png)
     return 0
