@@ -540,6 +540,67 @@ def test_row10_a_stop_signal_during_the_imports_waits_for_their_end(sig: int) ->
         signal.signal(signal.SIGINT, ctrl_c)
 
 
+# A real stop signal at the start of the command's first `import torch` (where the abort was seen). Held, the
+# import runs to its end (torch is in sys.modules at exit), then the command stops; not held, the handler
+# raises inside the import (torch is missing at exit), and now and then the process aborts.
+_STOP_AT_TORCH_IMPORT = (
+    """
+import os, signal, sys
+sig = int(sys.argv.pop(1))
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (CI's background job: ignored)
+sent = []
+
+def stop_once(event, args):
+    if event == "import" and args[0] == "torch" and not sent:
+        sent.append(sig)
+        os.kill(os.getpid(), sig)
+
+sys.addaudithook(stop_once)
+"""
+    + _RUN_AND_REPORT
+)
+
+FIRST_IMPORTS = {  # each command as far as its first heavy import, where the signal stops it
+    "eval": ["eval", "--limit", "1", "--models", "base"],
+    "filter": ["filter", "--limit", "2"],
+    "export": ["export"],
+    "chat": ["chat", "--prompt", "What is 7*6?"],
+    "prep": ["prep", "gsm8k", "--source", str(SAMPLES / "gsm8k_train.jsonl"), "--limit", "64"],
+    "doctor": ["doctor"],
+    "sft-hf": ["sft", "--backend", "hf", "--max-steps", "1"],  # with a model other than tiny (below)
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "sig"),
+    [*((c, signal.SIGTERM) for c in FIRST_IMPORTS), ("eval", signal.SIGINT)],
+    ids=[*FIRST_IMPORTS, "eval-Ctrl-C"],
+)
+def test_row10_a_stop_signal_in_a_commands_first_import_waits_for_its_end(
+    trained: Path, command: str, sig: int
+) -> None:
+    """eval, filter, export, chat, prep, doctor, and sft on hf with a model other than tiny, hold a stop
+    signal through their first heavy import: 143 (130 for Ctrl-C) with the one line, no traceback, no abort,
+    the run as it was."""
+    args = [*FIRST_IMPORTS[command], *(["--run", str(trained)] if command != "doctor" else [])]
+    if command == "sft-hf":  # the tiny model by its path: with `tiny`, torch came first in the hold already
+        shutil.rmtree(trained / "sft")  # a run's adapters refuse another model
+        args += ["--model", str((trained / "base" / "tiny").resolve())]
+    before = snapshot(trained)
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "modules.json"
+        proc = subprocess.run(
+            [sys.executable, "-c", _STOP_AT_TORCH_IMPORT, str(int(sig)), str(report), *args],
+            cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=REFUSAL_SECONDS * 2,
+        )  # fmt: skip
+        out = proc.stdout + proc.stderr
+        said = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+        assert proc.returncode == 128 + sig and out.splitlines()[-1] == said, out
+        assert "Traceback" not in out
+        assert "torch" in json.loads(report.read_text()), out  # its import ended: the signal waited for it
+    assert snapshot(trained) == before
+
+
 def test_row10_sigterm_while_loading_stops_with_one_line_and_releases_the_run(trained: Path) -> None:
     """Exit 143 with no line, and `.grpo.lock` left behind."""
     before = snapshot(trained)

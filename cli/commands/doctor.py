@@ -107,8 +107,11 @@ def try_import(module: str, timeout: float = 300.0) -> str:
 
 def torch_info() -> dict[str, Any]:
     """torch version, CUDA build and the GPUs (or "CPU only"); every failure is reported, not raised."""
+    from cli.run import signals
+
     try:
-        import torch
+        with signals.deferred():  # a stop signal inside torch's import would abort the process
+            import torch
     except BaseException as exc:  # noqa: BLE001 - a broken torch install must not kill the doctor
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -35,6 +35,7 @@ def export(
     opts: ExportOptions,
 ) -> None:
     from cli.export import gguf as gg
+    from cli.run import signals
     from cli.run.preflight import check_run
 
     # ---- every check that needs no model, before any work ----------------------------------------
@@ -55,6 +56,8 @@ def export(
     cfg = run_config(rd, config)
     stage, adapter = rd.pick_adapter(opts.adapter)
     check_run(rd, data=("eval.parquet",), adapters=[adapter])  # a damaged file: one line, before any work
+    with signals.deferred():  # a stop signal inside torch's import would abort the process
+        import torch  # noqa: F401 - first here, not inside the adapter check's read
     _check_trained(adapter, opts.allow_zero)
     from cli.models.resolve import resolve_model
 

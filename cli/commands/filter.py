@@ -93,8 +93,10 @@ def _start(rd: RunDir, cfg: Config, opts: FilterOptions, adapter: str, keep: str
         engine=engine,
         batch_size=opts.batch_size,
     )
-    from cli.run import heartbeat
+    from cli.run import heartbeat, signals
 
     err_console.print(f"filter: loading {cfg.model} + the {adapter} adapter…")
     with heartbeat.working(f"filter: loading {cfg.model}"):  # a batch of samples takes minutes on the CPU
+        with signals.deferred():  # a stop signal inside torch's import would abort the process
+            import torch  # noqa: F401 - first here, not inside the tokenizer's load
         passrate.run(job)

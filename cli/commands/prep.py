@@ -149,11 +149,13 @@ def _load(rundir: RunDir, cfg: Config, ds: Any) -> tuple[Any, Any, str, Any]:
     from cli.models.resolve import load_tokenizer
     from cli.prep import load as dp
     from cli.prep import steps as steps
-    from cli.run import heartbeat
+    from cli.run import heartbeat, signals
 
     pc = cfg.prep
     loaded, schema, parsed = steps.load(ds, pc.source, pc.split, pc.limit, dataset=pc.dataset)
     heartbeat.doing(f"prep: {loaded.rows_read} rows from {loaded.source}; loading {cfg.model}'s tokenizer")
+    with signals.deferred():  # a stop signal inside torch's import would abort the process
+        from transformers import AutoTokenizer  # noqa: F401 - it imports torch: here, not in the load below
     if dp.is_hub_model(str(cfg.model)):
         with dp.offline_unless_reachable():
             tokenizer = load_tokenizer(cfg, rundir)

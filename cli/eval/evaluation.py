@@ -18,6 +18,7 @@ from cli.config.schema import Config
 from cli.eval import scoring
 from cli.infer import generation, prompting
 from cli.models import loading
+from cli.run import signals
 from cli.run.data import eval_rows
 from cli.run.rundir import RunDir
 
@@ -166,7 +167,8 @@ def run(job: EvalJob) -> Scored:
         soft_wrap=True,
     )
     with heartbeat.working(f"eval: loading {job.cfg.model}"):
-        import torch  # after the first line: the command says what it does before the slow imports
+        with signals.deferred():  # a stop signal inside torch's import would abort the process
+            import torch  # after the first line: the command says what it does before the slow imports
 
         base_path = resolve_model(job.cfg, job.rd)
         tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)

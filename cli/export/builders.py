@@ -25,7 +25,7 @@ from cli.export.verify import VERIFY_DTYPE, Verifier, safetensors_zeros, verify_
 from cli.infer import prompting
 from cli.models import loading
 from cli.run import data as run_data
-from cli.run import heartbeat
+from cli.run import heartbeat, signals
 from cli.run.rundir import ADAPTER_WEIGHTS, MERGED_DIRNAME, RunDir
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ class Built:
 
 def check_4bit() -> None:
     try:
-        import bitsandbytes  # noqa: F401
+        with signals.deferred():  # a stop signal inside torch's import would abort the process
+            import bitsandbytes  # noqa: F401
     except ImportError:
         raise GrpoError(
             "--merged 4bit needs bitsandbytes (pip install bitsandbytes) and a CUDA GPU; "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.common import GrpoError
+from cli.run import signals
 
 if TYPE_CHECKING:
     from cli.infer.generation import Sampling
@@ -29,7 +30,8 @@ def vllm_usable() -> tuple[bool, str]:
     """(usable, why not) — vLLM needs its package and a CUDA GPU."""
     if importlib.util.find_spec("vllm") is None:
         return False, "vllm is not installed (pip install 'grpo[train,vllm]')"
-    import torch
+    with signals.deferred():  # a stop signal inside torch's import would abort the process
+        import torch
 
     if not torch.cuda.is_available():
         return False, "no CUDA GPU is visible"

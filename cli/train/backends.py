@@ -73,8 +73,11 @@ def choose_backend(requested: str) -> str:
 
 
 def import_backend(backend: str, *, use_vllm: bool = False) -> None:
-    """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires."""
+    """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires; with hf, torch. Either is the
+    stage's first heavy import, which the callers hold stop signals through (:func:`signals.deferred`)."""
     if backend != "unsloth":
+        import torch  # noqa: F401 - not later, outside the hold (a model other than tiny, --backend hf)
+
         return
     from cli.run import lean
 
