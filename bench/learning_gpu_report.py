@@ -347,30 +347,26 @@ def main(argv: list[str] | None = None) -> int:
     print(f"SFT repeat: {same}/{len(first)} identical greedy completions across two vLLM eval calls")
     if args.levers:
         result["levers"] = levers(args.levers, cps, args.levers_png)
-    if args.round3:
-        earlier = {"round2": round_samples(args.levers)} if args.levers else {}
-        result["round3"] = levers(
-            args.round3,
-            cps,
-            args.round3_png,
-            tag="round3",
-            title="Round 3 (whole pool filtered, G=16, lr 1e-5)",
-            against=earlier,
-        )
-    if args.round15:
-        earlier = {"round3": round_samples(args.round3)} if args.round3 else {}
-        if args.levers:
-            earlier["round2"] = round_samples(args.levers)
-        result["round15"] = levers(
+    folders = {"round2": args.levers, "round3": args.round3}
+    rounds = [  # folder, png, tag, title, earlier rounds paired against, the round plotted beneath (its name)
+        (args.round3, args.round3_png, "round3", "Round 3 (whole pool, G=16, lr 1e-5)", ["round2"], None),
+        (
             args.round15,
-            cps,
             args.round15_png,
-            tag="round15",
-            title="Round 15 (round 3's settings, on-policy scoring)",
-            against=earlier,
-            compare=args.round3,
-            compare_name="Round 3 (TRL 1.15's default weighting)",
-        )
+            "round15",
+            "Round 15 (round 3's settings, on-policy scoring)",
+            ["round3", "round2"],
+            ("round3", "Round 3 (TRL 1.15's default weighting)"),
+        ),
+    ]
+    for folder, png, tag, title, earlier, beneath in rounds:
+        if folder:
+            against = {k: round_samples(folders[k]) for k in earlier if folders[k]}
+            under, under_name = beneath or (None, "")
+            result[tag] = levers(
+                folder, cps, png, tag=tag, title=title, against=against,
+                compare=folders[under] if under else None, compare_name=under_name,
+            )  # fmt: skip
     if args.json:  # the file also holds other reports' keys (qwen_coder_report.py, backends_report.py)
         data = json.loads(args.json.read_text()) if args.json.exists() else {}
         args.json.write_text(json.dumps({**data, **result}, indent=1) + "\n")
