@@ -44,18 +44,15 @@ def grpo_rows(path: Path) -> dict[int, dict[str, Any]]:
 
 
 def weighting(rows: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """The IS ratio's per-step mean, its extremes over single sequences, the per-token difference."""
+    """The IS ratio's per-step mean, its extremes (single tokens' weights under token_truncate, after the
+    clamp, as TRL and Unsloth log them), the per-token difference."""
     mean = [r["sampling/importance_sampling_ratio/mean"] for r in rows.values()]
     diff = [r["sampling/sampling_logp_difference/mean"] for r in rows.values()]
     return {
         "steps": len(rows),
         "ratio_mean_range": [round(min(mean), 4), round(max(mean), 4)],
-        "sequence_ratio_min": round(
-            min(r["sampling/importance_sampling_ratio/min"] for r in rows.values()), 3
-        ),
-        "sequence_ratio_max": round(
-            max(r["sampling/importance_sampling_ratio/max"] for r in rows.values()), 3
-        ),
+        "token_weight_min": round(min(r["sampling/importance_sampling_ratio/min"] for r in rows.values()), 3),
+        "token_weight_max": round(max(r["sampling/importance_sampling_ratio/max"] for r in rows.values()), 3),
         "logp_diff_per_token_range": [round(min(diff), 4), round(max(diff), 4)],
         "logp_diff_per_token_mean": round(statistics.fmean(diff), 4),
     }
