@@ -139,12 +139,8 @@ def build_engines(
     def loading_line(what: str) -> None:  # before the load: on the CPU it takes from seconds to a minute
         err_console.print(f"[dim]chat: loading {what}…[/]", soft_wrap=True)
 
-    def hf_imports() -> None:  # an HF engine's first heavy import (a GGUF engine needs none)
-        with signals.deferred():  # a stop signal inside torch's import would abort the process
-            import torch  # noqa: F401
-
     def hf_base() -> Engine:
-        hf_imports()
+        signals.held_import("torch")  # an HF engine (a GGUF one needs no torch)
         path = resolve_model(cfg, run)
         model = loading.load_hf(path, dtype=decode_dtype())
         return HFEngine(model, loading.load_tokenizer(path, spec, cfg.pad_token), spec, f"base {cfg.model}")
@@ -157,7 +153,7 @@ def build_engines(
         stage, path = run.pick_adapter(adapter)
         validate.adapter(path, redo(run, stage))  # a damaged adapter: one line before the base model loads
         loading_line(f"{cfg.model} + the {stage} adapter")
-        hf_imports()
+        signals.held_import("torch")
         base_path = resolve_model(cfg, run)
         tok = loading.load_tokenizer(loading.adapter_tokenizer_path(path, base_path), spec, cfg.pad_token)
         model = loading.attach_adapter(loading.load_hf(base_path, dtype=decode_dtype()), path)
@@ -172,7 +168,7 @@ def build_engines(
                     path, f"re-create it with `grpo export --merged {name[7:]} --run {run.path}`"
                 )
                 loading_line(f"the {label} export")
-                hf_imports()
+                signals.held_import("torch")
                 return HFEngine(
                     loading.load_hf(path, dtype=None if name == "merged-4bit" else "auto"),
                     loading.load_tokenizer(path, spec),

@@ -110,8 +110,8 @@ def torch_info() -> dict[str, Any]:
     from cli.run import signals
 
     try:
-        with signals.deferred():  # a stop signal inside torch's import would abort the process
-            import torch
+        signals.held_import("torch")
+        import torch
     except BaseException as exc:  # noqa: BLE001 - a broken torch install must not kill the doctor
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -56,8 +56,7 @@ def export(
     cfg = run_config(rd, config)
     stage, adapter = rd.pick_adapter(opts.adapter)
     check_run(rd, data=("eval.parquet",), adapters=[adapter])  # a damaged file: one line, before any work
-    with signals.deferred():  # a stop signal inside torch's import would abort the process
-        import torch  # noqa: F401 - first here, not inside the adapter check's read
+    signals.held_import("torch")  # first here, not inside the adapter check's read
     _check_trained(adapter, opts.allow_zero)
     from cli.models.resolve import resolve_model
 

@@ -97,6 +97,5 @@ def _start(rd: RunDir, cfg: Config, opts: FilterOptions, adapter: str, keep: str
 
     err_console.print(f"filter: loading {cfg.model} + the {adapter} adapter…")
     with heartbeat.working(f"filter: loading {cfg.model}"):  # a batch of samples takes minutes on the CPU
-        with signals.deferred():  # a stop signal inside torch's import would abort the process
-            import torch  # noqa: F401 - first here, not inside the tokenizer's load
+        signals.held_import("torch")  # first here, not inside the tokenizer's load
         passrate.run(job)

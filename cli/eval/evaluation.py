@@ -167,8 +167,8 @@ def run(job: EvalJob) -> Scored:
         soft_wrap=True,
     )
     with heartbeat.working(f"eval: loading {job.cfg.model}"):
-        with signals.deferred():  # a stop signal inside torch's import would abort the process
-            import torch  # after the first line: the command says what it does before the slow imports
+        signals.held_import("torch")  # after the first line: the command says what it does first
+        import torch
 
         base_path = resolve_model(job.cfg, job.rd)
         tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)

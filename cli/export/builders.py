@@ -70,8 +70,7 @@ class Built:
 
 def check_4bit() -> None:
     try:
-        with signals.deferred():  # a stop signal inside torch's import would abort the process
-            import bitsandbytes  # noqa: F401
+        signals.held_import("bitsandbytes")
     except ImportError:
         raise GrpoError(
             "--merged 4bit needs bitsandbytes (pip install bitsandbytes) and a CUDA GPU; "

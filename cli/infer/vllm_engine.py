@@ -30,8 +30,8 @@ def vllm_usable() -> tuple[bool, str]:
     """(usable, why not) — vLLM needs its package and a CUDA GPU."""
     if importlib.util.find_spec("vllm") is None:
         return False, "vllm is not installed (pip install 'grpo[train,vllm]')"
-    with signals.deferred():  # a stop signal inside torch's import would abort the process
-        import torch
+    signals.held_import("torch")
+    import torch
 
     if not torch.cuda.is_available():
         return False, "no CUDA GPU is visible"

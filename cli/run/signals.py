@@ -82,3 +82,10 @@ def deferred() -> Iterator[None]:
             signal.signal(sig, handler)
         if pending:  # delivered again, now that a handler's exception is safe to raise
             signal.raise_signal(pending[-1])
+
+
+def held_import(module: str) -> None:
+    """Import ``module`` (torch, or a package that imports it first) with the stop signals held
+    (:func:`deferred`): a command's first heavy import, so that a stop during it cannot abort the process."""
+    with deferred():
+        __import__(module)  # as an import statement does (importlib.import_module skips the audit event)
