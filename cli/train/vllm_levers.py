@@ -1,0 +1,122 @@
+"""The GPU step's rollout levers for TRL's colocated vLLM engine (hf backend), each a setting, off by default.
+
+- ``grpo.vllm_cudagraph`` / ``grpo.vllm_quantization``: settings of the engine TRL builds in its trainer's
+  ``__init__`` (``LLM(...)`` in ``trl.generation.vllm_generation``), which has no way to pass them: while
+  our trainer is built, :func:`engine_settings` gives that ``LLM`` call vLLM's ``compilation_config``
+  (``cudagraph_mode``) and ``quantization="fp8"`` too, and puts TRL's ``LLM`` back after. vLLM's default
+  (``auto``) already decodes under CUDA graphs (FULL_AND_PIECEWISE in vLLM 0.26); ``fp8`` quantizes the
+  engine's weights when it loads them (online, per tensor): a different sampler than the bf16 trainer, so
+  it moves the importance ratio, and vLLM's weight reload into FP8 layers is a known weak point (vLLM
+  issues #17272, #28425) — the lease measures it before anyone keeps it.
+- ``grpo.vllm_sync: lora``: TRL's colocate hand-off merges the LoRA into the weights and calls vLLM's
+  ``load_weights`` once per parameter, every parameter, every step. After the first hand-off only the
+  LoRA-adapted layers' weights change (the embeddings, norms and LM head are the engine's own copy of the
+  same base weights), so :func:`install_lora_sync` pushes those alone, in one call. Same weights in the
+  engine, bit for bit (tests/test_vllm_levers.py compares with TRL's own walk).
+
+Under DeepSpeed / FSDP, server mode, sleep mode or a model without PEFT, TRL's hand-off stays as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from cli.common import GrpoError
+
+
+def engine_kwargs(grpo: Any) -> dict[str, Any]:
+    """The extra ``LLM(...)`` arguments the config asks for (empty: TRL's engine as it is)."""
+    extra: dict[str, Any] = {}
+    if grpo.vllm_cudagraph != "auto":
+        extra["compilation_config"] = {"cudagraph_mode": grpo.vllm_cudagraph.upper()}
+    if grpo.vllm_quantization == "fp8":
+        extra["quantization"] = "fp8"
+    return extra
+
+
+@contextlib.contextmanager
+def engine_settings(extra: dict[str, Any]) -> Iterator[None]:
+    """While the trainer is built, TRL's colocated ``LLM(...)`` also gets ``extra`` (a quantization TRL
+    chose itself, bitsandbytes for a 4-bit model, is refused rather than overridden)."""
+    if not extra:
+        yield
+        return
+    import trl.generation.vllm_generation as generation
+
+    original = getattr(generation, "LLM", None)
+    if original is None:
+        raise GrpoError("grpo.vllm_cudagraph / grpo.vllm_quantization need vLLM: it is not importable here")
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("quantization") and "quantization" in extra:
+            raise GrpoError(
+                f"grpo.vllm_quantization {extra['quantization']}: the model is already quantized "
+                f"({kwargs['quantization']}); set grpo.vllm_quantization: none"
+            )
+        return original(*args, **{**kwargs, **extra})
+
+    generation.LLM = build
+    try:
+        yield
+    finally:
+        generation.LLM = original
+
+
+def vllm_names(model: Any, *, lora_only: bool) -> Iterator[tuple[str, Any]]:
+    """The PEFT model's (merged) weights under the names vLLM loads, as TRL's colocate walk names them;
+    ``lora_only``: just the weights of LoRA-adapted layers (the ones a merge changes)."""
+    prefix = getattr(model, "prefix", "lora_")
+    for raw, param in model.named_parameters():
+        name = raw.removeprefix("base_model.model.").replace(".base_layer", "")
+        if prefix in name or "original_module" in name:
+            continue
+        if lora_only and ".base_layer" not in raw and "modules_to_save" not in raw:
+            continue
+        name = name.replace("_checkpoint_wrapped_module.", "").replace("modules_to_save.default.", "")
+        yield name, param.data
+
+
+def lora_sync_applies(generation: Any) -> str | None:
+    """Why the one-call LoRA hand-off cannot replace TRL's here (None: it can)."""
+    from accelerate.utils import is_peft_model
+
+    if getattr(generation, "mode", None) != "colocate":
+        return "not a colocated engine"
+    if getattr(generation, "enable_sleep_mode", False):
+        return "vLLM sleep mode (the engine drops its weights between rollouts)"
+    dist = getattr(generation, "_dist", None)
+    if dist is None or getattr(dist, "is_fsdp", False) or generation.accelerator.num_processes > 1:
+        return "several processes (TRL gathers the shards itself)"
+    if not is_peft_model(generation.model):
+        return "no LoRA adapter"
+    return None
+
+
+def install_lora_sync(trainer: Any) -> str | None:
+    """Replace the trainer's colocate hand-off with the one-call, LoRA-only one; returns why not, if not."""
+    generation = getattr(trainer, "vllm_generation", None)
+    if generation is None:
+        return "no vLLM engine"
+    why = lora_sync_applies(generation)
+    if why is not None:
+        return why
+    state = {"synced": False}
+
+    def sync_weights() -> None:
+        import torch
+
+        model = generation.model
+        runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
+        with torch.no_grad():
+            model.merge_adapter()
+            try:
+                runner.model.load_weights(list(vllm_names(model, lora_only=state["synced"])))
+            finally:
+                model.unmerge_adapter()
+        state["synced"] = True
+        generation.llm.reset_prefix_cache()
+
+    generation.sync_weights = sync_weights
+    return None
