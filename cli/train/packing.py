@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# Model inputs the packed pass knows what to do with; any other (images, token types, router logits) keeps
-# the padded pass.
+# Model inputs the packed pass knows what to do with (others given as None are ignored); any other (images,
+# token types, router logits, embeddings) keeps the padded pass.
 PACKABLE_INPUTS = frozenset({"input_ids", "attention_mask", "use_cache", "position_ids"})
 
 
@@ -122,7 +122,8 @@ def single_row(config: Any) -> bool:
 def packed_hidden(base_model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
     """The base model's last hidden states for a padded batch, computed packed; None when the batch cannot
     be packed (the caller runs the padded pass)."""
-    if args or not set(kwargs) <= PACKABLE_INPUTS or kwargs.get("position_ids") is not None:
+    given = {k for k, v in kwargs.items() if v is not None}  # PEFT passes inputs_embeds=None and the like
+    if args or not given <= PACKABLE_INPUTS or "position_ids" in given:
         return None
     packing = plan_packing(
         kwargs.get("input_ids"), kwargs.get("attention_mask"), single_row=single_row(base_model.config)
