@@ -135,6 +135,7 @@ print(f"{sys.argv[2]:>7}: steps {g.max_steps}, batch {g.batch_size}, G {g.gens},
       until_deadline "$name" "$RUN_SECONDS" "$PY" -m cli grpo --run "$W/runs/L_$name" --config "$L/$name.yaml" \
         --backend hf --vllm on
       cp "$W/runs/L_$name/logs/metrics.jsonl" "$L/${name}_metrics.jsonl" 2>/dev/null
+      cp "$W/runs/L_$name/logs/grpo.log" "$L/${name}_grpo.log" 2>/dev/null  # the libraries' output
       cp "$W/runs/L_$name/logs/profile/step-5.txt" "$L/${name}_profile_step5.txt" 2>/dev/null
       cp "$W/runs/L_$name/logs/profile/step-5.json" "$L/${name}_profile_step5.json" 2>/dev/null
       report

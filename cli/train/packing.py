@@ -130,5 +130,25 @@ def packed_hidden(base_model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     )
     if packing is None:
         return None
+    _tell_once(packing)
     out = base_model(input_ids=packing.input_ids, position_ids=packing.position_ids, use_cache=False)
     return unpack(out.last_hidden_state, packing)
+
+
+_TOLD: list[bool] = []
+
+
+def _tell_once(packing: Packing) -> None:
+    """One line, at the first packed pass of the process: what packing saved on that batch."""
+    if _TOLD:
+        return
+    _TOLD.append(True)
+    from cli.run.console import err_console
+
+    rows, width = packing.input_ids.shape
+    batch, length = packing.shape
+    err_console.print(
+        f"grpo: padding-free passes: {batch} sequences in {rows} rows of {width} tokens, "
+        f"{packing.real_tokens} tokens in {rows * width} slots (padded: {batch * length})",
+        soft_wrap=True,
+    )
