@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 FLOOR_S = 0.68  # the 1.5B step's floor on one H200: training FLOPs at 790 TFLOP/s + decode at 4.8 TB/s
-PHASES = ("generate", "rollout", "logprobs", "loss", "backward", "train_step")
+PHASES = ("generate", "sync", "rollout", "logprobs", "loss", "backward", "train_step")
 IS_BAND = (0.99, 1.01)
 
 

@@ -105,6 +105,14 @@ def test_installed_hand_off_is_one_call_and_lora_only_after_the_first() -> None:
     assert engine.calls[0] == [n for n, _ in _trl_walk(model)]  # the first: every weight
     assert len(engine.calls[1]) == 6 and set(engine.calls[1]) < set(engine.calls[0])  # 4 weights, 2 biases
     after = dict(model.named_parameters())
+    # the hand-off, timed as the phase clock's `sync` phase
+    from cli.train.phases import PhaseTimes
+
+    clock = PhaseTimes()
+    assert vllm_levers.time_hand_off(trainer, clock.timed)
+    generation.sync_weights()
+    assert len(engine.calls) == 3 and clock.calls["sync"] == 1 and "phase_sync_s" in clock.take()
+    assert not vllm_levers.time_hand_off(types.SimpleNamespace(), clock.timed)  # no engine: nothing to time
     # unmerged again (W + BA - BA: within rounding of W, as after TRL's own merge and unmerge)
     assert all(torch.allclose(before[n], after[n], atol=1e-5) for n in before)
 

@@ -277,7 +277,7 @@ def _trainer(
     from cli.train.phases import PhaseTimes
     from cli.train.rewards import RewardTracker, wrap_rewards
     from cli.train.trainer import grpo_trainer_class
-    from cli.train.vllm_levers import engine_kwargs, engine_settings, install_lora_sync
+    from cli.train.vllm_levers import engine_kwargs, engine_settings, install_lora_sync, time_hand_off
 
     g = plan.cfg.grpo
     tracker = RewardTracker()
@@ -309,6 +309,8 @@ def _trainer(
         )  # fmt: skip
     if plan.trl_engine and g.vllm_sync == "lora" and (why := install_lora_sync(trainer)):
         err_console.print(f"[yellow]note:[/] grpo.vllm_sync lora: TRL's hand-off stays ({why})")
+    if plan.trl_engine:
+        time_hand_off(trainer, obs.timed)  # phase_sync_s: the hand-off's own time
     quiet_trainer(trainer)
     if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
         atomic_write_json(plan.checkpoints / "trainer_args.json", trainer.args.to_dict())

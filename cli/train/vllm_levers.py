@@ -15,6 +15,7 @@
   engine, bit for bit (tests/test_vllm_levers.py compares with TRL's own walk).
 
 Under DeepSpeed / FSDP, server mode, sleep mode or a model without PEFT, TRL's hand-off stays as it is.
+Either hand-off is timed as the phase clock's ``sync`` phase (:func:`time_hand_off`).
 """
 
 from __future__ import annotations
@@ -120,3 +121,20 @@ def install_lora_sync(trainer: Any) -> str | None:
 
     generation.sync_weights = sync_weights
     return None
+
+
+def time_hand_off(trainer: Any, timed: Any) -> bool:
+    """Count the weight hand-off to the colocated engine (TRL's or :func:`install_lora_sync`'s) as the phase
+    clock's ``sync`` phase (``phase_sync_s``: inside ``generate``), so a lease reads the hand-off's own time;
+    returns whether there was one to time."""
+    generation = getattr(trainer, "vllm_generation", None)
+    hand_off = getattr(generation, "sync_weights", None)
+    if hand_off is None:
+        return False
+
+    def sync_weights() -> None:
+        with timed("sync"):
+            hand_off()
+
+    generation.sync_weights = sync_weights
+    return True
