@@ -129,7 +129,7 @@ def time_hand_off(trainer: Any, timed: Any) -> bool:
     returns whether there was one to time."""
     generation = getattr(trainer, "vllm_generation", None)
     hand_off = getattr(generation, "sync_weights", None)
-    if hand_off is None:
+    if generation is None or hand_off is None:
         return False
 
     def sync_weights() -> None:
