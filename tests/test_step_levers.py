@@ -50,13 +50,15 @@ def test_levers_apply_on_the_hf_engine_and_say_why_not_elsewhere(prepped: Path, 
     off = _gpu_plan(run, "hf")
     assert off.step_levers() == {
         "padding_free": False, "vllm_sync": "full", "vllm_cudagraph": "auto", "vllm_quantization": "none",
+        "vllm_async_scheduling": "auto",
     }  # fmt: skip
-    on = dict(padding_free=True, vllm_sync="lora", vllm_cudagraph="full_decode_only", vllm_quantization="fp8")
+    on = dict(padding_free=True, vllm_sync="lora", vllm_cudagraph="full_decode_only", vllm_quantization="fp8",
+              vllm_async_scheduling="on")  # fmt: skip
     hf = _gpu_plan(run, "hf", **on)
     assert hf.padding_free and hf.trl_engine
     assert hf.step_levers() == {
         "padding_free": True, "vllm_sync": "lora", "vllm_cudagraph": "full_decode_only",
-        "vllm_quantization": "fp8",
+        "vllm_quantization": "fp8", "vllm_async_scheduling": "on",
     }  # fmt: skip
     assert hf.describe()["step_levers"] == hf.step_levers()
     unsloth = _gpu_plan(run, "unsloth", **on)
@@ -77,6 +79,7 @@ def test_dry_run_shows_the_backend_reason_and_the_levers(prepped: Path, tmp_path
     # on this CPU: no vLLM engine, our head scores (so padding_free would apply)
     assert plan["step_levers"] == {
         "padding_free": False, "vllm_sync": "full", "vllm_cudagraph": "auto", "vllm_quantization": "none",
+        "vllm_async_scheduling": "auto",
     }  # fmt: skip
     auto = dry_run(runner, "grpo", "--run", str(run))["plan"]
     assert auto["backend_reason"].startswith(f"auto → {auto['backend']}: ")

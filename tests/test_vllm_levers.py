@@ -140,11 +140,14 @@ def test_trl_hand_off_stays_where_the_lora_one_does_not_apply(change: dict, why:
 def test_engine_kwargs_follow_the_settings() -> None:
     g = Config().grpo
     assert vllm_levers.engine_kwargs(g) == {}  # the defaults: TRL's engine as it is
-    g.vllm_cudagraph, g.vllm_quantization = "full_decode_only", "fp8"
+    g.vllm_cudagraph, g.vllm_quantization, g.vllm_async_scheduling = "full_decode_only", "fp8", "on"
     assert vllm_levers.engine_kwargs(g) == {
         "compilation_config": {"cudagraph_mode": "FULL_DECODE_ONLY"},
         "quantization": "fp8",
+        "async_scheduling": True,
     }
+    g.vllm_async_scheduling = "off"
+    assert vllm_levers.engine_kwargs(g)["async_scheduling"] is False
 
 
 def test_engine_settings_reach_trls_llm_call_and_are_undone(monkeypatch: pytest.MonkeyPatch) -> None:

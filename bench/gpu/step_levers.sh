@@ -14,10 +14,11 @@
 #   bash bench/gpu/step_levers.sh levers             # (background) the lever runs alone (prep done before)
 #   bash bench/gpu/step_levers.sh wait FILE [SECONDS] | status | collect OUT
 #
-# LEVERS: the runs, in order (default "base packed all fp8": `all` against `packed` is the hand-off's own
-# effect, so `sync` alone is left out to save a run); each is `base` plus:
+# LEVERS: the runs, in order (default "base packed all async fp8": `all` against `packed` is the hand-off's
+# own effect, so `sync` alone is left out to save a run); each is `base` plus:
 #   packed  grpo.padding_free: true          sync  grpo.vllm_sync: lora
-#   all     both of those                    fp8   grpo.vllm_quantization: fp8 (last: the likeliest to fail)
+#   all     both of those                    async grpo.vllm_async_scheduling: on
+#   fp8     grpo.vllm_quantization: fp8 (last: the likeliest to fail, and the first a short lease drops)
 #   graphs  grpo.vllm_cudagraph: $CUDAGRAPH (default full_decode_only; not in the default list)
 # STEPS (20), RUN_SECONDS (a run's wall limit, default 240: SIGINT, then the product saves and stops),
 # W (/tmp/qc, shared with bench/h200_qwen_coder.sh), PYTHON (python3).
@@ -26,7 +27,7 @@ W=${W:-/tmp/qc}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STEPS=${STEPS:-20}
 RUN_SECONDS=${RUN_SECONDS:-240}
-LEVERS=${LEVERS:-base packed all fp8}
+LEVERS=${LEVERS:-base packed all async fp8}
 CUDAGRAPH=${CUDAGRAPH:-full_decode_only}
 PY=${PYTHON:-python3}
 L=$W/levers
@@ -54,6 +55,7 @@ YAML
     packed) echo "  padding_free: true" ;;
     sync) echo "  vllm_sync: lora" ;;
     all) printf '  padding_free: true\n  vllm_sync: lora\n' ;;
+    async) echo "  vllm_async_scheduling: \"on\"" ;;
     fp8) echo "  vllm_quantization: fp8" ;;
     graphs) echo "  vllm_cudagraph: $CUDAGRAPH" ;;
     *) echo "unknown lever $1" >&2; return 1 ;;
@@ -90,12 +92,13 @@ case "${1:-}" in
       [ -e "$f" ] || { echo "check: $f is missing"; exit 1; }
     done
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-    for name in base packed sync all fp8 graphs; do
+    for name in base packed sync all async fp8 graphs; do
       lever_yaml "$name" > "$tmp/$name.yaml" || exit 1
       "$PY" -c 'import sys; from cli.config.schema import resolve
 cfg = resolve(config_file=sys.argv[1]); g = cfg.grpo
 print(f"{sys.argv[2]:>7}: steps {g.max_steps}, batch {g.batch_size}, G {g.gens}, padding_free {g.padding_free}, "
-      f"vllm_sync {g.vllm_sync}, quantization {g.vllm_quantization}, cudagraph {g.vllm_cudagraph}")' \
+      f"vllm_sync {g.vllm_sync}, quantization {g.vllm_quantization}, cudagraph {g.vllm_cudagraph}, "
+      f"async_scheduling {g.vllm_async_scheduling}")' \
         "$tmp/$name.yaml" "$name" || { echo "check: the $name config does not resolve"; exit 1; }
     done
     # the flags each run passes, through the real command line (its config and flags checked, no model loads)
@@ -165,5 +168,5 @@ print(f"{sys.argv[2]:>7}: steps {g.max_steps}, batch {g.batch_size}, G {g.gens},
       runs/sft/logs/metrics.jsonl 2>/dev/null
     ls -la "$out"
     ;;
-  *) sed -n 2,23p "$0"; exit 2 ;;
+  *) sed -n 2,24p "$0"; exit 2 ;;
 esac

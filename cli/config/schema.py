@@ -340,6 +340,12 @@ class GRPOConfig:
         help="TRL colocate engine: none (bf16) or fp8 (vLLM's online FP8 weights; moves the IS ratio).",
         choices=("none", "fp8"),
     )
+    vllm_async_scheduling: str = setting(
+        "auto",
+        help="TRL colocate engine: vLLM's async scheduling (the next decode step scheduled while the GPU "
+        "runs this one): auto (vLLM decides), on or off.",
+        choices=("auto", "on", "off"),
+    )
     vllm_cudagraph: str = setting(
         "auto",
         help="TRL colocate engine's CUDA graphs (vLLM cudagraph_mode): auto (vLLM's default), "

@@ -104,6 +104,9 @@ class GrpoPlan:
             "vllm_quantization": g.vllm_quantization
             if self.trl_engine or g.vllm_quantization == "none"
             else engine,
+            "vllm_async_scheduling": g.vllm_async_scheduling
+            if self.trl_engine or g.vllm_async_scheduling == "auto"
+            else engine,
         }
 
     def describe(self) -> dict[str, Any]:

@@ -1,13 +1,17 @@
 """The GPU step's rollout levers for TRL's colocated vLLM engine (hf backend), each a setting, off by default.
 
-- ``grpo.vllm_cudagraph`` / ``grpo.vllm_quantization``: settings of the engine TRL builds in its trainer's
-  ``__init__`` (``LLM(...)`` in ``trl.generation.vllm_generation``), which has no way to pass them: while
-  our trainer is built, :func:`engine_settings` gives that ``LLM`` call vLLM's ``compilation_config``
-  (``cudagraph_mode``) and ``quantization="fp8"`` too, and puts TRL's ``LLM`` back after. vLLM's default
-  (``auto``) already decodes under CUDA graphs (FULL_AND_PIECEWISE in vLLM 0.26); ``fp8`` quantizes the
+- ``grpo.vllm_cudagraph`` / ``grpo.vllm_quantization`` / ``grpo.vllm_async_scheduling``: settings of the
+  engine TRL builds in its trainer's ``__init__`` (``LLM(...)`` in ``trl.generation.vllm_generation``), which
+  has no way to pass them: while our trainer is built, :func:`engine_settings` gives that ``LLM`` call vLLM's
+  ``compilation_config`` (``cudagraph_mode``), ``quantization="fp8"`` or ``async_scheduling`` too, and puts
+  TRL's ``LLM`` back after. vLLM's default (``auto``) already decodes under CUDA graphs; ``fp8`` quantizes the
   engine's weights when it loads them (online, per tensor): a different sampler than the bf16 trainer, so
   it moves the importance ratio, and vLLM's weight reload into FP8 layers is a known weak point (vLLM
   issues #17272, #28425) — the lease measures it before anyone keeps it.
+- ``grpo.vllm_async_scheduling``: vLLM's ``async_scheduling`` (the scheduler prepares the next decode step
+  while the GPU runs this one: host work overlapped with the GPU, where the profiled step had 1.1-1.6 s with
+  no kernel running). ``auto`` leaves vLLM's choice, which may turn it off for TRL's in-process
+  (``external_launcher``) engine; ``on`` asks for it, and an engine that cannot do it fails at start.
 - ``grpo.vllm_sync: lora``: TRL's colocate hand-off merges the LoRA into the weights and calls vLLM's
   ``load_weights`` once per parameter, every parameter, every step. After the first hand-off only the
   LoRA-adapted layers' weights change (the embeddings, norms and LM head are the engine's own copy of the
@@ -34,6 +38,8 @@ def engine_kwargs(grpo: Any) -> dict[str, Any]:
         extra["compilation_config"] = {"cudagraph_mode": grpo.vllm_cudagraph.upper()}
     if grpo.vllm_quantization == "fp8":
         extra["quantization"] = "fp8"
+    if grpo.vllm_async_scheduling != "auto":
+        extra["async_scheduling"] = grpo.vllm_async_scheduling == "on"
     return extra
 
 
