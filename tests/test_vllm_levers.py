@@ -45,29 +45,42 @@ def _trl_walk(model):  # noqa: ANN001, ANN202
 
 
 def _ours(model, *, lora_only: bool):  # noqa: ANN001, ANN202
-    model.merge_adapter()
-    try:
-        return [(n, t.clone()) for n, t in vllm_levers.vllm_names(model, lora_only=lora_only)]
-    finally:
-        model.unmerge_adapter()
+    return [(n, t.clone()) for n, t in vllm_levers.merged_weights(model, lora_only=lora_only)]
 
 
 def test_the_lora_hand_off_pushes_what_trl_pushes() -> None:
     import torch
 
     model = _peft_model()
+    base = dict((n, t.clone()) for n, t in vllm_levers.vllm_names(model, lora_only=False))
+    full = _ours(model, lora_only=False)  # ours first: TRL's walk leaves the model changed by rounding
+    lora = dict(_ours(model, lora_only=True))
     trl = _trl_walk(model)
-    full = _ours(model, lora_only=False)
     assert [n for n, _ in full] == [n for n, _ in trl]
     assert all(torch.equal(a, b) for (_, a), (_, b) in zip(full, trl, strict=True))
     # after the first hand-off: exactly the weights the merge changed, merged the same way
-    base = dict(vllm_levers.vllm_names(model, lora_only=False))
     changed = {n for n, t in trl if not torch.equal(t, base[n])}
-    lora = dict(_ours(model, lora_only=True))
     assert len(changed) == 4 and changed <= set(lora)  # q_proj and down_proj of 2 layers
     assert all(n.endswith(".bias") for n in set(lora) - changed)  # and their layers' (unchanged) biases
     assert all(torch.equal(lora[n], t) for n, t in trl if n in lora)
     assert all("q_proj" in n or "down_proj" in n for n in lora)
+
+
+def test_trls_merge_and_unmerge_moves_bf16_base_weights_ours_does_not() -> None:
+    """TRL's colocate hand-off merges the LoRA into the bf16 weights in place and unmerges it after:
+    W + ΔW - ΔW rounds, so the frozen base weights change at every hand-off. The out-of-place merge never
+    touches them."""
+    import torch
+
+    model = _peft_model().to(torch.bfloat16)
+    before = {n: t.clone() for n, t in vllm_levers.vllm_names(model, lora_only=False)}
+    for _ in range(3):
+        _ours(model, lora_only=False)
+    assert all(torch.equal(before[n], t) for n, t in vllm_levers.vllm_names(model, lora_only=False))
+    for _ in range(3):
+        _trl_walk(model)
+    moved = [n for n, t in vllm_levers.vllm_names(model, lora_only=False) if not torch.equal(before[n], t)]
+    assert moved and all("q_proj" in n or "down_proj" in n for n in moved)
 
 
 class _Recorder:
@@ -102,7 +115,8 @@ def test_installed_hand_off_is_one_call_and_lora_only_after_the_first() -> None:
     generation.sync_weights()
     generation.sync_weights()
     assert len(engine.calls) == 2 and engine.resets == 2
-    assert engine.calls[0] == [n for n, _ in _trl_walk(model)]  # the first: every weight
+    # the first: every weight (the names TRL's walk gives: the test above)
+    assert engine.calls[0] == [n for n, _ in vllm_levers.vllm_names(model, lora_only=False)]
     assert len(engine.calls[1]) == 6 and set(engine.calls[1]) < set(engine.calls[0])  # 4 weights, 2 biases
     after = dict(model.named_parameters())
     # the hand-off, timed as the phase clock's `sync` phase
@@ -113,8 +127,7 @@ def test_installed_hand_off_is_one_call_and_lora_only_after_the_first() -> None:
     generation.sync_weights()
     assert len(engine.calls) == 3 and clock.calls["sync"] == 1 and "phase_sync_s" in clock.take()
     assert not vllm_levers.time_hand_off(types.SimpleNamespace(), clock.timed)  # no engine: nothing to time
-    # unmerged again (W + BA - BA: within rounding of W, as after TRL's own merge and unmerge)
-    assert all(torch.allclose(before[n], after[n], atol=1e-5) for n in before)
+    assert all(torch.equal(before[n], after[n]) for n in before)  # the model untouched
 
 
 @pytest.mark.parametrize(
@@ -164,3 +177,20 @@ def test_engine_settings_reach_trls_llm_call_and_are_undone(monkeypatch: pytest.
             generation.LLM(model="m", quantization="bitsandbytes")
     assert seen == [{"model": "m", "quantization": "fp8", "max_num_batched_tokens": 4096}]
     assert generation.LLM is stand_in
+
+
+def test_dora_keeps_trls_hand_off() -> None:
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=61, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1,
+    )  # fmt: skip
+    dora = get_peft_model(Qwen2ForCausalLM(config), LoraConfig(r=2, target_modules=["q_proj"], use_dora=True))
+    generation = types.SimpleNamespace(
+        mode="colocate", enable_sleep_mode=False, model=dora,
+        _dist=types.SimpleNamespace(is_fsdp=False), accelerator=types.SimpleNamespace(num_processes=1),
+    )  # fmt: skip
+    why = vllm_levers.install_lora_sync(types.SimpleNamespace(vllm_generation=generation))
+    assert why is not None and "DoRA" in why and not hasattr(generation, "sync_weights")

@@ -12,11 +12,13 @@
   while the GPU runs this one: host work overlapped with the GPU, where the profiled step had 1.1-1.6 s with
   no kernel running). ``auto`` leaves vLLM's choice, which may turn it off for TRL's in-process
   (``external_launcher``) engine; ``on`` asks for it, and an engine that cannot do it fails at start.
-- ``grpo.vllm_sync: lora``: TRL's colocate hand-off merges the LoRA into the weights and calls vLLM's
-  ``load_weights`` once per parameter, every parameter, every step. After the first hand-off only the
-  LoRA-adapted layers' weights change (the embeddings, norms and LM head are the engine's own copy of the
-  same base weights), so :func:`install_lora_sync` pushes those alone, in one call. Same weights in the
-  engine, bit for bit (tests/test_vllm_levers.py compares with TRL's own walk).
+- ``grpo.vllm_sync: lora``: TRL's colocate hand-off merges the LoRA into the weights in place, calls vLLM's
+  ``load_weights`` once per parameter, every parameter, every step, then unmerges. After the first hand-off
+  only the LoRA-adapted layers' weights change (the embeddings, norms and LM head are the engine's own copy
+  of the same base weights), so :func:`install_lora_sync` pushes those alone, in one call, merged out of
+  place (:func:`merged_weights`): the same weights in the engine, bit for bit (tests/test_vllm_levers.py
+  compares with TRL's own walk), and the trainer's base weights untouched (TRL's unmerge leaves a bf16
+  rounding behind each step).
 
 Under DeepSpeed / FSDP, server mode, sleep mode or a model without PEFT, TRL's hand-off stays as it is.
 Either hand-off is timed as the phase clock's ``sync`` phase (:func:`time_hand_off`).
@@ -72,8 +74,30 @@ def engine_settings(extra: dict[str, Any]) -> Iterator[None]:
 
 
 def vllm_names(model: Any, *, lora_only: bool) -> Iterator[tuple[str, Any]]:
-    """The PEFT model's (merged) weights under the names vLLM loads, as TRL's colocate walk names them;
-    ``lora_only``: just the weights of LoRA-adapted layers (the ones a merge changes)."""
+    """The PEFT model's weights under the names vLLM loads, as TRL's colocate walk names them (the model as it
+    is: merged or not); ``lora_only``: just the weights of LoRA-adapted layers (the ones a merge changes)."""
+    for name, param in _walk(model, lora_only=lora_only):
+        yield name, param.data
+
+
+def merged_weights(model: Any, *, lora_only: bool) -> Iterator[tuple[str, Any]]:
+    """:func:`vllm_names` of the merged model, merged out of place: each LoRA layer's weight is a new tensor,
+    the base weight plus PEFT's own delta (the arithmetic of PEFT's ``merge``, so the same values), and the
+    model is never touched. TRL merges in place and unmerges after: in bf16, W + ΔW - ΔW is not W, and the
+    frozen base weights drift by a rounding each hand-off (tests/test_vllm_levers.py measures it)."""
+    layers = {id(m.get_base_layer().weight): m for m in _lora_layers(model)}
+    for name, param in _walk(model, lora_only=lora_only):
+        layer = layers.get(id(param))
+        tensor = param.data
+        if layer is not None:
+            tensor = tensor.clone()
+            for adapter in layer.active_adapters:
+                if adapter in layer.lora_A:
+                    tensor += layer.get_delta_weight(adapter)
+        yield name, tensor
+
+
+def _walk(model: Any, *, lora_only: bool) -> Iterator[tuple[str, Any]]:
     prefix = getattr(model, "prefix", "lora_")
     for raw, param in model.named_parameters():
         name = raw.removeprefix("base_model.model.").replace(".base_layer", "")
@@ -81,8 +105,28 @@ def vllm_names(model: Any, *, lora_only: bool) -> Iterator[tuple[str, Any]]:
             continue
         if lora_only and ".base_layer" not in raw and "modules_to_save" not in raw:
             continue
-        name = name.replace("_checkpoint_wrapped_module.", "").replace("modules_to_save.default.", "")
-        yield name, param.data
+        yield name.replace("_checkpoint_wrapped_module.", "").replace("modules_to_save.default.", ""), param
+
+
+def _lora_layers(model: Any) -> list[Any]:
+    from peft.tuners.lora.layer import LoraLayer
+
+    return [m for m in model.modules() if isinstance(m, LoraLayer)]
+
+
+def _out_of_place_merge_applies(model: Any) -> str | None:
+    """Why PEFT's plain LoRA merge cannot be done out of place here (None: it can)."""
+    for layer in _lora_layers(model):
+        if getattr(layer, "merged", False):
+            return "the adapter is merged into the weights"
+        active = [a for a in layer.active_adapters if a in layer.lora_A]
+        if any(a in getattr(layer, "lora_variant", {}) for a in active):
+            return "a LoRA variant (DoRA) merges its own way"
+        if any(getattr(layer, "lora_bias", {}).get(a) for a in active):
+            return "LoRA biases"
+        if not hasattr(layer.get_base_layer(), "weight"):
+            return f"a LoRA layer without a weight ({type(layer).__name__})"
+    return None
 
 
 def lora_sync_applies(generation: Any) -> str | None:
@@ -98,7 +142,7 @@ def lora_sync_applies(generation: Any) -> str | None:
         return "several processes (TRL gathers the shards itself)"
     if not is_peft_model(generation.model):
         return "no LoRA adapter"
-    return None
+    return _out_of_place_merge_applies(generation.model)
 
 
 def install_lora_sync(trainer: Any) -> str | None:
@@ -114,14 +158,9 @@ def install_lora_sync(trainer: Any) -> str | None:
     def sync_weights() -> None:
         import torch
 
-        model = generation.model
         runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
-        with torch.no_grad():
-            model.merge_adapter()
-            try:
-                runner.model.load_weights(list(vllm_names(model, lora_only=state["synced"])))
-            finally:
-                model.unmerge_adapter()
+        with torch.no_grad():  # one merged weight at a time, as vLLM's loader takes them
+            runner.model.load_weights(merged_weights(generation.model, lora_only=state["synced"]))
         state["synced"] = True
         generation.llm.reset_prefix_cache()
 
