@@ -322,6 +322,36 @@ class GRPOConfig:
         "logs/profile/ (cli/train/profile.py).",
         ge=0,
     )
+    # The GPU step's levers (docs/performance.md "GPU step"): each a switch, off until a lease measures it
+    # (bench/gpu/step_levers.sh): same loss, same IS ratio, less time.
+    padding_free: bool = setting(
+        False,
+        help="hf backend: the log-prob and loss passes without padding (the step's sequences packed, "
+        "cli/train/packing.py).",
+    )
+    vllm_sync: str = setting(
+        "full",
+        help="TRL colocate weight hand-off: full (TRL's: every weight, one call each) or lora (after the "
+        "first, only the LoRA-merged weights, in one call).",
+        choices=("full", "lora"),
+    )
+    vllm_quantization: str = setting(
+        "none",
+        help="TRL colocate engine: none (bf16) or fp8 (vLLM's online FP8 weights; moves the IS ratio).",
+        choices=("none", "fp8"),
+    )
+    vllm_async_scheduling: str = setting(
+        "auto",
+        help="TRL colocate engine: vLLM's async scheduling (the next decode step scheduled while the GPU "
+        "runs this one): auto (vLLM decides), on or off.",
+        choices=("auto", "on", "off"),
+    )
+    vllm_cudagraph: str = setting(
+        "auto",
+        help="TRL colocate engine's CUDA graphs (vLLM cudagraph_mode): auto (vLLM's default), "
+        "full_and_piecewise, full_decode_only, piecewise or none.",
+        choices=("auto", "full_and_piecewise", "full_decode_only", "piecewise", "none"),
+    )
 
     @property
     def per_device_batch(self) -> int:

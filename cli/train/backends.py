@@ -72,6 +72,27 @@ def choose_backend(requested: str) -> str:
     return requested
 
 
+# H200 (bench/learning-gpu.md rounds 12-14), 1.5B, 128 x 384 tokens, vLLM: hf 2.8-4.4 s/step, Unsloth 6.4-8.5
+AUTO_HF_ON_GPU = (
+    "auto → hf: with vLLM rollouts on a GPU the hf backend's GRPO step measured 2.6-2.8x faster than "
+    "Unsloth's (H200, 1.5B, bench/learning-gpu.md rounds 12-14); --backend unsloth to choose it"
+)
+
+
+def choose_grpo_backend(requested: str, *, gpu_vllm: bool) -> tuple[str, str]:
+    """The GRPO stage's backend and why, in one line. ``auto`` takes the faster one for the hardware: hf
+    when the rollouts go through vLLM on a GPU (``gpu_vllm``: measured faster there), else as
+    :func:`choose_backend` (Unsloth when installed: its generation is the faster one without vLLM)."""
+    chosen = choose_backend(requested)
+    if requested != "auto":
+        return chosen, f"{chosen}: asked for (--backend {requested})"
+    if gpu_vllm:
+        return "hf", AUTO_HF_ON_GPU
+    if chosen == "unsloth":
+        return chosen, "auto → unsloth: installed, and the rollouts use HF generate (no vLLM on a GPU here)"
+    return chosen, "auto → hf: unsloth is not installed"
+
+
 def import_backend(backend: str, *, use_vllm: bool = False) -> None:
     """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires; with hf, torch. Either is the
     stage's first heavy import, which the callers hold stop signals through (:func:`signals.deferred`)."""

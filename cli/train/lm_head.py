@@ -169,11 +169,13 @@ def score_tokens(
     return {k: torch.cat([p[i] for p in parts]) for i, k in enumerate(asked)}
 
 
-def install_lm_head(model: Any, support: Support, outputs: tuple[str, ...]) -> None:
+def install_lm_head(model: Any, support: Support, outputs: tuple[str, ...], *, pack: bool = False) -> None:
     """``model(..., labels=…, fused_lm_head=True)`` scores with :func:`score_tokens` (everything else goes
     to the forward already there). ``model``: the causal LM itself (under PEFT, its base model), as TRL's
-    ``add_fused_lm_head`` takes it."""
+    ``add_fused_lm_head`` takes it. ``pack``: the scored passes run padding-free (cli/train/packing.py)."""
     from trl.trainer.utils import FusedCausalLMOutput
+
+    from cli.train.packing import packed_hidden
 
     previous = model.forward
     text = model.config.get_text_config()
@@ -194,7 +196,9 @@ def install_lm_head(model: Any, support: Support, outputs: tuple[str, ...]) -> N
             extra = {"labels": labels, "shift_labels": shift_labels, "num_items_in_batch": num_items_in_batch}
             return previous(*args, **kwargs, **{k: v for k, v in extra.items() if v is not None})
         kwargs["use_cache"] = False
-        hidden = self.base_model(*args, **kwargs).last_hidden_state
+        hidden = packed_hidden(self.base_model, args, kwargs) if pack else None
+        if hidden is None:  # not packed (off, or a batch that is not TRL's layout)
+            hidden = self.base_model(*args, **kwargs).last_hidden_state
         if shift_labels is None:
             hidden, targets = hidden[:, :-1], labels[:, 1:]
         else:

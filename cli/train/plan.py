@@ -54,6 +54,7 @@ class GrpoPlan:
     run: RunDir
     launch: Launch
     backend: str  # unsloth | hf
+    backend_reason: str  # one line: why this backend (``auto`` picks the faster one for the hardware)
     rewards: tuple[Reward, ...]
     use_vllm: bool
     uses_dora: bool
@@ -78,11 +79,42 @@ class GrpoPlan:
     def from_adapter(self) -> bool:
         return self.adapter is not None or self.resume is not None
 
+    @property
+    def padding_free(self) -> bool:
+        """Packed log-prob and loss passes: asked for, and our LM head scores them (the hf backend)."""
+        return self.cfg.grpo.padding_free and self.support is not None
+
+    @property
+    def trl_engine(self) -> bool:
+        """TRL builds a colocated vLLM engine (the hf backend): the vLLM step levers apply to it."""
+        return self.backend == "hf" and self.vllm is not None
+
+    def step_levers(self) -> dict[str, Any]:
+        """The GPU step's levers as they apply (docs/performance.md "GPU step"); a lever asked for where it
+        cannot apply says why."""
+        g = self.cfg.grpo
+        free: bool | str = self.padding_free
+        if g.padding_free and not free:
+            free = "off: needs the hf backend's LM head (hf backend, score_rollout_support)"
+        engine = "off: needs TRL's colocated vLLM engine (hf backend, --vllm on)"
+        return {
+            "padding_free": free,
+            "vllm_sync": g.vllm_sync if self.trl_engine or g.vllm_sync == "full" else engine,
+            "vllm_cudagraph": g.vllm_cudagraph if self.trl_engine or g.vllm_cudagraph == "auto" else engine,
+            "vllm_quantization": g.vllm_quantization
+            if self.trl_engine or g.vllm_quantization == "none"
+            else engine,
+            "vllm_async_scheduling": g.vllm_async_scheduling
+            if self.trl_engine or g.vllm_async_scheduling == "auto"
+            else engine,
+        }
+
     def describe(self) -> dict[str, Any]:
         """The plan as ``grpo grpo --dry-run`` prints it."""
         g, mode = self.cfg.grpo, is_mode(self.cfg.grpo.vllm_is_mode)
         return {
             "backend": self.backend,
+            "backend_reason": self.backend_reason,
             "rollouts": _rollout_word(self),
             "start": f"checkpoint {self.resume}" if self.resume else str(self.adapter or "fresh LoRA"),
             "attempt": self.attempt,
@@ -99,6 +131,7 @@ class GrpoPlan:
             "unsloth_scoring": dataclasses.asdict(layout) if (layout := self.unsloth_scoring()) else None,
             "dtype": self.dtype,
             "world_size": self.hardware.world,
+            "step_levers": self.step_levers(),
         }  # fmt: skip
 
     def backend_env(self) -> dict[str, str]:
@@ -249,11 +282,13 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
             distributed.check_vllm_server(url)
         distributed.require_vllm("--vllm-server")
     hw = Hardware.probe()
-    chosen = backends.choose_backend(cfg.backend)
-    if launch.wanted or url:
-        chosen = _scale_out_backend(cfg.backend, chosen, launch)
+    gpu_vllm = bool(url) or (g.vllm != "off" and _vllm_possible(hw))
+    chosen, why = backends.choose_grpo_backend(cfg.backend, gpu_vllm=gpu_vllm)
+    if (launch.wanted or url) and chosen != (chosen := _scale_out_backend(cfg.backend, chosen, launch)):
+        why = "hf: several processes and TRL's vLLM server train under the hf backend"
     if dora and (g.vllm_server or (g.vllm != "off" and (g.vllm == "on" or _vllm_possible(hw)))):
-        chosen = _dora_with_vllm(chosen, allow_dora_merge)
+        if chosen != (chosen := _dora_with_vllm(chosen, allow_dora_merge)):
+            why = "hf: DoRA reaches vLLM merged into the weights (--allow-dora-merge), TRL colocate's way"
     use_vllm = bool(g.vllm_server) or _decide_vllm(g.vllm, hw)
     if g.dynamic_sampling and (launch.wanted or child):
         raise GrpoError(
@@ -270,10 +305,10 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     budget = RolloutBudget.of(cfg, read_stats(rd))
     colocated = use_vllm and not g.vllm_server
     return GrpoPlan(
-        cfg=cfg, run=rd, launch=launch, backend=chosen, rewards=tuple(reward_list), use_vllm=use_vllm,
-        uses_dora=dora, adapter=adapter, attempt=attempt, checkpoints=attempt_dir, resume=checkpoint,
-        budget=budget, hardware=hw, vllm=_vllm_share(cfg, rd, budget, hw) if colocated else None,
-        support=_support(cfg, chosen, use_vllm, hw),
+        cfg=cfg, run=rd, launch=launch, backend=chosen, backend_reason=why, rewards=tuple(reward_list),
+        use_vllm=use_vllm, uses_dora=dora, adapter=adapter, attempt=attempt, checkpoints=attempt_dir,
+        resume=checkpoint, budget=budget, hardware=hw, support=_support(cfg, chosen, use_vllm, hw),
+        vllm=_vllm_share(cfg, rd, budget, hw) if colocated else None,
     )  # fmt: skip
 
 

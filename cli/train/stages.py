@@ -222,7 +222,10 @@ def announce(plan: GrpoPlan, data_info: dict[str, Any]) -> None:
         soft_wrap=True,
     )
     layout = plan.unsloth_scoring()
+    levers = {k: v for k, v in plan.step_levers().items() if v not in (False, "full", "auto", "none")}
     notes = [
+        f"backend {plan.backend_reason}" if plan.cfg.backend == "auto" else None,
+        f"step levers: {', '.join(f'{k} {v}' for k, v in levers.items())}" if levers else None,
         plan.vllm.describe() if plan.vllm else None,
         layout.describe() if layout else None,
         reporter_env(g.report_to, plan.run),
@@ -274,6 +277,7 @@ def _trainer(
     from cli.train.phases import PhaseTimes
     from cli.train.rewards import RewardTracker, wrap_rewards
     from cli.train.trainer import grpo_trainer_class
+    from cli.train.vllm_levers import engine_kwargs, engine_settings, install_lora_sync, time_hand_off
 
     g = plan.cfg.grpo
     tracker = RewardTracker()
@@ -298,10 +302,15 @@ def _trainer(
     )
     config = GRPOConfig(**args)
     kept_unsloth_args(config, args)
-    trainer = grpo_trainer_class()(
-        model=model, processing_class=tokenizer, reward_funcs=funcs, args=config,
-        train_dataset=dataset, observers=obs, lm_head=plan.support,
-    )  # fmt: skip
+    with engine_settings(engine_kwargs(g) if plan.trl_engine else {}):  # the GPU step's levers
+        trainer = grpo_trainer_class()(
+            model=model, processing_class=tokenizer, reward_funcs=funcs, args=config,
+            train_dataset=dataset, observers=obs, lm_head=plan.support, padding_free=plan.padding_free,
+        )  # fmt: skip
+    if plan.trl_engine and g.vllm_sync == "lora" and (why := install_lora_sync(trainer)):
+        err_console.print(f"[yellow]note:[/] grpo.vllm_sync lora: TRL's hand-off stays ({why})")
+    if plan.trl_engine:
+        time_hand_off(trainer, obs.timed)  # phase_sync_s: the hand-off's own time
     quiet_trainer(trainer)
     if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
         atomic_write_json(plan.checkpoints / "trainer_args.json", trainer.args.to_dict())

@@ -124,11 +124,16 @@ def grpo_trainer_class() -> type:
         """TRL's GRPO trainer, reporting to :class:`Observers` (see the module docs)."""
 
         def __init__(
-            self, *args: Any, observers: Observers | None = None, lm_head: Any = None, **kwargs: Any
+            self,
+            *args: Any,
+            observers: Observers | None = None,
+            lm_head: Any = None,
+            padding_free: bool = False,
+            **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
             self.grpo_observers = observers or Observers()
-            _own_head(self, lm_head, ("log_probs", "entropy"))
+            _own_head(self, lm_head, ("log_probs", "entropy"), pack=padding_free)
 
         def _generate_and_score_completions(self, inputs: Any) -> Any:
             obs = self.grpo_observers
@@ -181,16 +186,17 @@ def sft_trainer_class() -> type:
     return Trainer
 
 
-def _own_head(trainer: Any, support: Any, outputs: tuple[str, ...]) -> None:
+def _own_head(trainer: Any, support: Any, outputs: tuple[str, ...], *, pack: bool = False) -> None:
     """Score log-probs with our LM head (:mod:`cli.train.lm_head`) over ``support``, in front of the one TRL
-    installed in ``__init__`` (on the causal LM itself, under PEFT its base model, as TRL does)."""
+    installed in ``__init__`` (on the causal LM itself, under PEFT its base model, as TRL does); ``pack``:
+    padding-free passes (:mod:`cli.train.packing`)."""
     if support is None:
         return
     from cli.train.lm_head import install_lm_head
 
     model = trainer.model
     causal = model.get_base_model() if hasattr(model, "get_base_model") else model
-    install_lm_head(causal, support, outputs)
+    install_lm_head(causal, support, outputs, pack=pack)
 
 
 @contextlib.contextmanager
