@@ -16,13 +16,14 @@ endif
 PIP := $(PY) -m pip
 EXTRAS ?= train,gguf,cosine,dev,tensorboard,swanlab
 
-.PHONY: help install has-py build test test-rust test-py test-fast lint fmt bench bench-math demo clean
+.PHONY: help install has-py build test test-rust test-py test-fast lint docs fmt bench bench-math demo clean
 
 help:
 	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)] into $(PY)"
 	@echo "make test     - cargo tests of the reward core, then the whole pytest suite (what CI runs)"
 	@echo "make test-fast - pytest without the slow end-to-end runs (pytest -m 'not slow'): the dev loop"
-	@echo "make lint     - ruff (check + format), mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
+	@echo "make lint     - ruff, mypy, structure check, bench imports, docs/cli.md current, rustfmt, clippy, stubtest"
+	@echo "make docs     - regenerate docs/cli.md from every command's --help"
 	@echo "make bench    - reward-engine benchmark (bench/bench_rewards.py), outside the test run"
 	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
 	@echo "make demo     - the whole chain on the CPU: prep -> sft -> grpo -> export -> chat"
@@ -76,10 +77,16 @@ lint: has-py
 	$(PY) -m ruff format --check cli py_rewards tests bench tools
 	$(PY) -m mypy
 	$(PY) tools/check_structure.py
+	$(PY) tools/check_bench.py
+	$(PY) tools/gen_cli_docs.py --check
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets --features python -- -D warnings
 	$(PY) -m mypy.stubtest py_rewards._core --ignore-missing-stub --mypy-config-file pyproject.toml
+
+# docs/cli.md from every command's --help (make lint fails when it is out of date).
+docs: has-py
+	$(PY) tools/gen_cli_docs.py
 
 fmt:
 	$(PY) -m ruff format cli py_rewards tests bench
