@@ -23,6 +23,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 SLOW_TIMEOUT = 600
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    import terminal
+
+    terminal._config.append(config)  # terminal.progress: a long test's lines on the terminal
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
