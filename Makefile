@@ -55,21 +55,21 @@ test-rust:
 DEBUG_CORE_DIR := target/debug-hooks
 
 # The kill-and-resume tests (tests/test_faults.py: ~30 `grpo` commands forked from one warm interpreter,
-# tests/zygote.py) run beside the rest, on the other core: the suite's wall time drops by theirs. Their
-# progress lines reach the terminal as they happen (fd 3, tests/terminal.py), the rest of their output
-# after the main run. Each pytest gets its own --basetemp; tests/budget.py stretches every test's limit by
-# the load it sees.
+# tests/zygote.py) and the README chain (7 `grpo` processes) run beside the rest, on the other core: the
+# suite's wall time drops by theirs. Their progress lines reach the terminal as they happen (fd 3,
+# tests/terminal.py), the rest of their output after the main run. Each pytest gets its own --basetemp;
+# tests/budget.py stretches every test's limit by the load it sees.
 TEST_ENV = PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/debug/libreward_core.so HF_HUB_OFFLINE=1
-BESIDE ?= tests/test_faults.py
+BESIDE ?= tests/test_faults.py tests/test_chain.py
 
 test-py: has-py
 	cargo build -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
 	@tmp=$$(mktemp -d); \
-	echo "== $(BESIDE) runs beside the rest: its progress lines say [beside], its report follows the main run's =="; \
+	echo "== beside the rest: $(BESIDE) (progress lines marked [beside]; the report after the main run's) =="; \
 	$(TEST_ENV) GRPO_TEST_PROGRESS_FD=3 $(PY) -m pytest -q --durations=5 --basetemp=$$tmp/beside $(BESIDE) \
 		3>&1 > $$tmp/beside.log 2>&1 & \
 	beside=$$!; trap 'kill $$beside 2>/dev/null; rm -rf '"$$tmp" EXIT; \
-	$(TEST_ENV) $(PY) -m pytest -q --durations=15 --basetemp=$$tmp/main --ignore=$(BESIDE) $(TESTS); rc=$$?; \
+	$(TEST_ENV) $(PY) -m pytest -q --durations=15 --basetemp=$$tmp/main $(addprefix --ignore=,$(BESIDE)) $(TESTS); rc=$$?; \
 	wait $$beside; brc=$$?; echo "== $(BESIDE), run beside the rest =="; cat $$tmp/beside.log; \
 	[ $$rc -eq 0 ] && [ $$brc -eq 0 ]
 

@@ -31,7 +31,7 @@ NOISE = (
 def ok(proc) -> str:
     """helpers.ok, and one line on the terminal per command: the chain takes minutes on a busy machine."""
     out = _ok(proc)
-    progress(f"README chain: {' '.join(proc.args[3:5])} done")
+    progress(f"README chain: `grpo {proc.args[3]}` done")
     return out
 
 
