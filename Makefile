@@ -16,13 +16,14 @@ endif
 PIP := $(PY) -m pip
 EXTRAS ?= train,gguf,cosine,dev,tensorboard,swanlab
 
-.PHONY: help install has-py build test test-rust test-py test-fast lint fmt bench bench-math demo clean
+.PHONY: help install has-py build test test-rust test-py test-fast lint docs fmt bench bench-math demo clean
 
 help:
 	@echo "make install  - install grpo (editable, builds the Rust extension) with extras [$(EXTRAS)] into $(PY)"
 	@echo "make test     - cargo tests of the reward core, then the whole pytest suite (what CI runs)"
-	@echo "make test-fast - pytest without the slow end-to-end runs (pytest -m 'not slow'): the dev loop"
-	@echo "make lint     - ruff (check + format), mypy (cli, py_rewards), structure check, rustfmt --check, clippy, stubtest"
+	@echo "make test-fast - pytest without the slow end-to-end runs and the differential test: the dev loop"
+	@echo "make lint     - ruff, mypy, structure check, bench imports, docs/cli.md current, rustfmt, clippy, stubtest"
+	@echo "make docs     - regenerate docs/cli.md from every command's --help"
 	@echo "make bench    - reward-engine benchmark (bench/bench_rewards.py), outside the test run"
 	@echo "make bench-math - math_equal vs Math-Verify (bench/bench_math.py; writes bench/math_verify.md)"
 	@echo "make demo     - the whole chain on the CPU: prep -> sft -> grpo -> export -> chat"
@@ -53,33 +54,45 @@ test-rust:
 # lets tests/test_rewards.py check that a Rust panic is a Python exception.
 DEBUG_CORE_DIR := target/debug-hooks
 
-# The kill-and-resume tests (tests/test_faults.py: ~22 `grpo` process starts, 6 min of one core) run beside
-# the rest, which keeps one of the two cores busy most of the time: the suite's wall time drops by theirs.
-# Each pytest gets its own --basetemp; tests/budget.py stretches every test's limit by the load it sees.
+# The kill-and-resume tests (tests/test_faults.py: ~30 `grpo` commands forked from one warm interpreter,
+# tests/zygote.py) and the README chain (7 `grpo` processes) run beside the rest, on the other core: the
+# suite's wall time drops by theirs. Their progress lines reach the terminal as they happen (fd 3,
+# tests/terminal.py), the rest of their output after the main run. Each pytest gets its own --basetemp;
+# tests/budget.py stretches every test's limit by the load it sees.
 TEST_ENV = PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/debug/libreward_core.so HF_HUB_OFFLINE=1
-BESIDE ?= tests/test_faults.py
+BESIDE ?= tests/test_faults.py tests/test_chain.py
 
 test-py: has-py
 	cargo build -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
 	@tmp=$$(mktemp -d); \
-	$(TEST_ENV) $(PY) -m pytest -q --durations=5 --basetemp=$$tmp/beside $(BESIDE) > $$tmp/beside.log 2>&1 & \
+	echo "== beside the rest: $(BESIDE) (progress lines marked [beside]; the report after the main run's) =="; \
+	$(TEST_ENV) GRPO_TEST_PROGRESS_FD=3 $(PY) -m pytest -q --durations=5 --basetemp=$$tmp/beside $(BESIDE) \
+		3>&1 > $$tmp/beside.log 2>&1 & \
 	beside=$$!; trap 'kill $$beside 2>/dev/null; rm -rf '"$$tmp" EXIT; \
-	$(TEST_ENV) $(PY) -m pytest -q --durations=15 --basetemp=$$tmp/main --ignore=$(BESIDE) $(TESTS); rc=$$?; \
+	$(TEST_ENV) $(PY) -m pytest -q --durations=15 --basetemp=$$tmp/main $(addprefix --ignore=,$(BESIDE)) $(TESTS); rc=$$?; \
 	wait $$beside; brc=$$?; echo "== $(BESIDE), run beside the rest =="; cat $$tmp/beside.log; \
 	[ $$rc -eq 0 ] && [ $$brc -eq 0 ]
 
+# The developer loop: no end-to-end run, and not the ~30 s differential test of math_equal against
+# Math-Verify (make test runs both).
 test-fast: has-py
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow and not differential"
 
 lint: has-py
 	$(PY) -m ruff check cli py_rewards tests bench tools
 	$(PY) -m ruff format --check cli py_rewards tests bench tools
 	$(PY) -m mypy
 	$(PY) tools/check_structure.py
+	$(PY) tools/check_bench.py
+	$(PY) tools/gen_cli_docs.py --check
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets --features python -- -D warnings
 	$(PY) -m mypy.stubtest py_rewards._core --ignore-missing-stub --mypy-config-file pyproject.toml
+
+# docs/cli.md from every command's --help (make lint fails when it is out of date).
+docs: has-py
+	$(PY) tools/gen_cli_docs.py
 
 fmt:
 	$(PY) -m ruff format cli py_rewards tests bench

@@ -1,6 +1,6 @@
 """How far bf16 arithmetic moves a model's token log-probs, on the CPU: a proxy for the IS floor per model.
 
-On the GPU, ``bench/is_floor.py`` scores the same vLLM samples on the trainer's side: what is left once
+On the GPU, ``bench/gpu/is_floor.py`` scores the same vLLM samples on the trainer's side: what is left once
 the trainer scores the sampled distribution is the bf16 forward itself (two implementations, vLLM's and
 the trainer's, rounding differently): 0.0089 nats per token for Qwen2.5-Coder-1.5B-Instruct (round 4).
 Gemma-3-270M ran at 0.017 under the same scoring (round 15), and its floor was not measured on the GPU.
@@ -36,11 +36,11 @@ sys.path.insert(0, str(REPO / "bench"))
 def resolve(name: str) -> str:
     """An HF folder for ``name``: a folder as is; a .gguf or ``gemma3-270m`` through the product's import."""
     if name in ("gemma3-270m", "gemma-3-270m"):
-        from cli.models.resolve import materialize_gemma
+        from cli.models import materialize_gemma
 
         return str(materialize_gemma())
     if name.lower().endswith(".gguf"):
-        from cli.models.gguf_import import import_gguf
+        from cli.models import import_gguf
 
         return str(import_gguf(Path(name)))
     return name
@@ -84,7 +84,7 @@ def main() -> int:
     from is_floor import _score, _stats
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from cli.train.lm_head import Support
+    from cli.train import Support
     from py_rewards.spec import get_spec
 
     t0 = time.perf_counter()

@@ -39,10 +39,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from cli.eval import scoring
     from cli.infer import generation, prompting
-    from cli.models import loading
-    from cli.models.resolve import resolve_model
-    from cli.run.data import fallback_rows
-    from cli.run.rundir import RunDir, run_config
+    from cli.models import loading, resolve_model
+    from cli.run import RunDir, fallback_rows, run_config
 
     rd = RunDir(args.run)
     cfg = run_config(rd)

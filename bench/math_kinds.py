@@ -8,7 +8,7 @@ real solutions and completions, one kind each (bench/math_verify.md, "Answer sha
 - ``prose``: answers in prose with no box: MATH500 solutions with the box taken off, the "final
   answer" phrasings (minerva's ``Final Answer: The final answer is $x$. I hope it is correct.``,
   ``Answer: x``, ``**Answer:** \\[ x \\]``), GSM8K reference solutions (money, ``<<calc>>`` notes),
-  and Gemma-3-270M's GSM8K completions (bench/results/learning-gpu*/eval_samples.jsonl.gz);
+  and Gemma-3-270M's GSM8K completions (bench/results/learning-gemma/round*_eval_samples.jsonl.gz);
 - ``labelled``: answers with a label that is not one variable: DAPO problems' "find $m+n$"
   (``$m+n = 113$``), MATH problems' ordered pairs (``$(p,q) = (3,2)$``, ``p = 3, q = 2``) and segments
   (``$AB = 4$``, ``$|AB| = 4$``), lists of labelled solutions (``p=5,q=2;p=7,q=2``);
@@ -330,7 +330,7 @@ def gsm8k(rng: random.Random, n: int = 120) -> Iterator[Case]:
 def gemma(rng: random.Random, n: int = 200) -> Iterator[Case]:
     """Gemma-3-270M completions: the reasoning (before the tags) states its answer last."""
     rows = []
-    for path in sorted((ROOT / "bench" / "results").glob("learning-gpu*/eval_samples.jsonl.gz")):
+    for path in sorted((ROOT / "bench" / "results").glob("learning-gemma/round*_eval_samples.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             rows += [json.loads(line) for line in fh]
     pat = re.compile(r"^(?P<work>.*?)<end_working_out>\s*<SOLUTION>(?P<ans>-?\d+)</SOLUTION>\s*$", re.S)

@@ -32,7 +32,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     import torch
 
-    from cli.train.profile import write_trace
+    from cli.train import write_trace
 
     def recorded() -> torch.profiler.profile:  # a trace is saved once: a fresh profile for each export
         x, cpu = torch.ones(8), [torch.profiler.ProfilerActivity.CPU]

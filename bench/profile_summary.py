@@ -3,8 +3,8 @@
 ``grpo.profile_step`` lists a step's ops and kernels by their own time. torch's way (``acc_events=True``,
 then ``key_averages``) builds a Python object and a parent/child tree for every event when the profile
 stops; after a 1.5B Unsloth step of 16 accumulation steps on the H200 that held the run for over 3.5
-minutes (2026-12-04, bench/learning-gpu.md round 13). ``summarize`` reads the raw events once and sorts
-each thread's ops.
+minutes (2026-12-04, bench/learning-gpu.md@ea4c471 round 13). ``summarize`` reads the raw events once and
+sorts each thread's ops.
 
 A profile of ``--ops`` small CPU ops, recorded afresh for each side, summed up both ways alternately,
 ``--repeats`` times each (from the profile's stop to the table's text); medians and their ratio. Then both
@@ -32,7 +32,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     import torch
 
-    from cli.train.profile import summarize, table
+    from cli.train import summarize, table
 
     def run(acc_events: bool) -> torch.profiler.profile:
         x = torch.ones(8)

@@ -1,6 +1,6 @@
 """Stored `grpo eval` completions scored again under the current math_equal (no decoding).
 
-    python bench/rescore_math.py bench/results/qwen-coder/eval_checkpoints.samples.jsonl.gz --part math500
+    python bench/rescore_math.py bench/results/learning-qwen-coder/round5_eval_samples.jsonl.gz --part math500
     python bench/rescore_math.py SAMPLES --before target/main_core.so --before-name "main 9bcbd65"
 
 A `grpo eval` writes every completion it scored (samples.jsonl: checkpoint, question, gold answer,
@@ -44,7 +44,7 @@ def load(path: Path, part: str | None) -> dict[str, list[dict[str, object]]]:
 
 def current_judge() -> Judge:
     import py_rewards
-    from cli.eval.scoring import math_verdicts
+    from cli.eval import math_verdicts
 
     spec = py_rewards.get_spec("seed000")
     return lambda completions, answers: math_verdicts(spec, completions, answers)
@@ -75,7 +75,7 @@ def core_judge(path: Path) -> Judge:
 
 
 def main() -> None:
-    from cli.eval.stats import paired_bootstrap, wilson
+    from cli.eval import paired_bootstrap, wilson
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("samples", type=Path, help="a samples.jsonl(.gz) written by grpo eval")

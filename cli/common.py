@@ -6,11 +6,13 @@ with a non-zero code, never a traceback (:func:`cli.errors.handle_errors`).
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -79,3 +81,22 @@ PresetOpt = Annotated[
         rich_help_panel=RUN_PANEL,
     ),
 ]
+
+
+def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` (PEP 562) for the names its ``__all__`` exports to tools (bench scripts).
+
+    ``exports`` maps a public name to ``"module"`` (the same name in that submodule), ``"module:attribute"``,
+    or ``"module:"`` (the submodule itself); the submodule is imported only when the name is first used, so
+    importing the package stays as cheap as before. A rename inside the package fails ``make lint``
+    (tools/check_bench.py resolves every name a bench script imports) instead of a bench run.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, colon, attribute = exports[name].partition(":")
+        loaded = importlib.import_module(f"{package}.{module}")
+        return loaded if colon and not attribute else getattr(loaded, attribute or name)
+
+    return __getattr__

@@ -11,30 +11,12 @@ from typing import Annotated
 import typer
 
 import cli
+from cli import compat
 from cli.commands import chat, doctor, export, grpo, prep, serve, sft
 from cli.commands import eval as eval_cmd
 from cli.commands import filter as filter_cmd
 
-
-def _no_flag_metavar() -> None:
-    """Typer 0.29 shows a ``<bool>`` type after every flag (``--help -h <bool>``, ``--dry-run <bool>``),
-    as if it took a value (docs/history.md "First runs"): a flag shows no type."""
-    from typer.core import TyperOption
-
-    shown = getattr(TyperOption, "display_type_rich", None)
-    if shown is None or getattr(shown, "_grpo", False):  # other typer releases: nothing to correct
-        return
-
-    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
-        if getattr(self, "is_flag", False) and not getattr(self, "count", False):
-            return None
-        return shown(self, ctx)  # type: ignore[arg-type]
-
-    display_type_rich._grpo = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-
-_no_flag_metavar()
+compat.typer_help()  # --help: no <bool> after a flag, no flag name cut at 80 columns
 
 app = typer.Typer(
     name="grpo",

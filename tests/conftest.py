@@ -7,6 +7,7 @@ run directory picked up from the caller's ``GRPO_RUN``.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import budget
@@ -21,6 +22,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # that needs more says so with its own @pytest.mark.timeout. Limits count an idle machine's seconds, plus an
 # allowance per `grpo` process the test starts (tests/budget.py).
 SLOW_TIMEOUT = 600
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import terminal
+
+    terminal._config.append(config)  # terminal.progress: a long test's lines on the terminal
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -68,16 +75,25 @@ def _link_tiny(run: Path, tiny_model_dir: Path) -> Path:
     return run
 
 
-@pytest.fixture(scope="module")
-def prepped(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
-    """A run directory after the real `grpo prep gsm8k --limit 64 --model tiny` (one per test module)."""
+@pytest.fixture(scope="session")
+def prepped_once(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
+    """The real `grpo prep gsm8k --limit 64 --model tiny`, run once per session (tests use ``prepped``)."""
     from helpers import SAMPLES, invoke
 
-    run = _link_tiny(tmp_path_factory.mktemp("prepped") / "run", tiny_model_dir)
+    run = _link_tiny(tmp_path_factory.mktemp("prepped-once") / "run", tiny_model_dir)
     src = SAMPLES / "gsm8k_train.jsonl"
     result = invoke("prep", "gsm8k", "--source", src, "--limit", "64", "--model", "tiny", "--run", run)
     assert result.exit_code == 0, result.output
     assert (run / "data" / "train.parquet").is_file()
+    return run
+
+
+@pytest.fixture(scope="module")
+def prepped(tmp_path_factory: pytest.TempPathFactory, prepped_once: Path) -> Path:
+    """A run directory after `grpo prep gsm8k --limit 64 --model tiny`: each test module its own copy of the
+    session's one prep (what a module's tests do to it stays in the module)."""
+    run = tmp_path_factory.mktemp("prepped") / "run"
+    shutil.copytree(prepped_once, run, symlinks=True)
     return run
 
 

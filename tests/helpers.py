@@ -239,8 +239,10 @@ def train_adapter(base: str, dest: Path, *, steps: int, init_only: bool = False)
 def tiny_qwen2_pad_eos(dest: Path) -> Path:
     """A random 2-layer Qwen2 whose tokenizer is laid out as the one transformers builds from a Qwen2.5 GGUF:
     pad = eos = ``<|endoftext|>``, three added tokens, and ``<|fim_pad|>`` in the vocabulary but not added
-    (bench/pad_eos_model.py builds it; the GPU check of bench/h200_pad_eos.sh uses the same function)."""
-    spec = importlib.util.spec_from_file_location("pad_eos_model", REPO / "bench" / "pad_eos_model.py")
+    (bench/gpu/pad_eos_model.py builds it; the GPU check of bench/gpu/h200_pad_eos.sh uses the same
+    function)."""
+    path = REPO / "bench" / "gpu" / "pad_eos_model.py"
+    spec = importlib.util.spec_from_file_location("pad_eos_model", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

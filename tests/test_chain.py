@@ -14,7 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import grpo_cli, metrics, needs_gguf, ok
+from helpers import grpo_cli, metrics, needs_gguf
+from helpers import ok as _ok
+from terminal import progress
 
 # What the libraries printed on every heavy command before the first runs (docs/history.md).
 NOISE = (
@@ -24,6 +26,13 @@ NOISE = (
     "predefined maximum length",  # transformers' generation warning
     "it/s]",  # tqdm bars (datasets, converters)
 )
+
+
+def ok(proc) -> str:
+    """helpers.ok, and one line on the terminal per command: the chain takes minutes on a busy machine."""
+    out = _ok(proc)
+    progress(f"README chain: `grpo {proc.args[3]}` done")
+    return out
 
 
 def quiet(out: str) -> str:

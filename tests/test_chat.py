@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HAS_GGUF, REPO, copy_run, invoke, needs_gguf, one_error_line
+from helpers import HAS_GGUF, REPO, TARGET, copy_run, invoke, needs_gguf, one_error_line
+
+from py_rewards.spec import get_spec
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +60,38 @@ def test_chat_one_shot_full_completion(run_dir):
     assert "<start_working_out>" in result.stdout and "<SOLUTION>18</SOLUTION>" in result.stdout
 
 
+def _greedy(model_dir: Path, question: str, tokens: int) -> str:
+    """The base model's greedy continuation of the chat prompt, by hand: argmax of the logits, one token at a
+    time, up to an EOS (what `grpo chat --engine base` must print, reached without its code)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from py_rewards.spec import get_spec
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    text = tok.apply_chat_template(get_spec().messages(question), add_generation_prompt=True, tokenize=False)
+    ids = tok(text, add_special_tokens=False, return_tensors="pt").input_ids
+    stop = {tok.eos_token_id, *([model.generation_config.eos_token_id] if model.generation_config else [])}
+    new: list[int] = []
+    with torch.no_grad():
+        for _ in range(tokens):
+            nxt = int(model(ids).logits[0, -1].argmax())
+            if nxt in stop:
+                break
+            new.append(nxt)
+            ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+    return tok.decode(new, skip_special_tokens=False)
+
+
 def test_chat_one_shot_base(run_dir):
     result = invoke("chat", "--run", run_dir, "--engine", "base", "--prompt", "Hi", "--max-new-tokens", "4")
     assert result.exit_code == 0, result.output
+    assert "loading the base model tiny" in result.output, result.output
+    # Not a terminal: the reasoning tag, then the base model's own 4 greedy tokens (not the adapter's answer).
+    expected = _greedy(run_dir / "base" / "tiny", "Hi", 4)
+    assert result.stdout == get_spec().reasoning_start + expected + "\n", (result.stdout, expected)
+    assert not expected.startswith(TARGET[:4])
     # The old spelling works for one more release, and says so.
     old = invoke("chat", "--run", run_dir, "--source", "base", "--prompt", "Hi", "--max-new-tokens", "4")
     assert old.exit_code == 0 and "--source is now --engine" in old.output, old.output

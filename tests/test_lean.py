@@ -1,5 +1,5 @@
-"""cli/run/lean.py: scikit-learn (and, without CUDA, bitsandbytes and torchao) kept out of a command's
-start-up, and back the moment grpo imports code that may need them.
+"""cli/run/lean.py: scikit-learn, SciPy, torchvision (and, without CUDA, bitsandbytes and torchao) kept out
+of a command's start-up, and back the moment grpo imports code that may need them.
 
 Each case runs in a fresh interpreter: what a process imported cannot be taken back inside pytest's own.
 """
@@ -24,6 +24,7 @@ if state["hidden"]:
     from transformers import AutoModelForCausalLM  # noqa: F401  the import that used to pull it in
     import peft  # noqa: F401
     state["loaded"] = sys.modules.get("sklearn") is not None
+    state["others"] = sorted(m for m in ("scipy", "torchvision") if sys.modules.get(m) is not None)
     state["found"] = importlib.util.find_spec("sklearn") is not None
     resolve_rewards([RewardSpec(name="match_format_exactly"), RewardSpec(name="check_answer_accuracy")])
     state["after_built_in"] = list(lean.hidden())
@@ -53,6 +54,7 @@ def test_kept_out_of_transformers_and_peft_until_user_code_needs_it() -> None:
     state = _probe()
     assert "sklearn" in state["hidden"]
     assert not state["loaded"] and not state["found"]  # transformers and peft loaded without it
+    assert state["others"] == []  # nor SciPy and torchvision (object-detection losses, image transforms)
     assert "sklearn" in state["after_built_in"]  # the Rust rewards need nothing
     assert state["after_custom"] == []  # a dotted reward is user code: it may import scikit-learn
     assert state["roc"]  # and then it imports as usual

@@ -146,8 +146,8 @@ def test_unsloth_scores_kept_sets_in_small_compiled_graphs_or_eagerly(prepped: P
     scoring graphs of SCORING_CHUNKS chunks (it unrolls rows x multiplier chunks) is scored compiled, the
     old-logprob pass in an even count of mini-batches that fit it too; a bigger step runs with Unsloth's
     compile off, set before Unsloth is imported (128 rows: a compile still running after 6.6 min; split into
-    steps of 8, 2x slower steps than eager, bench/learning-gpu.md round 13). The batch is never changed, and
-    nothing is set where Unsloth takes its fused path or another backend runs."""
+    steps of 8, 2x slower steps than eager, bench/learning-gpu.md@ea4c471 round 13). The batch is never
+    changed, and nothing is set where Unsloth takes its fused path or another backend runs."""
     import dataclasses
 
     from cli.config.schema import resolve

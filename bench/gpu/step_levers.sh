@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The GPU step's levers, each off and on, in one lease (issue 43; runbook: bench/gpu/README.md "Step levers").
 #
-# Qwen2.5-Coder-1.5B-Instruct (the GGUF of bench/assemble_qwen_coder.sh) through prep and SFT as in
-# bench/h200_qwen_coder.sh, then `grpo grpo` (hf backend, TRL's colocated vLLM, 128 completions of <= 384
+# Qwen2.5-Coder-1.5B-Instruct (the GGUF of bench/gpu/assemble_qwen_coder.sh) through prep and SFT as in
+# bench/gpu/h200_qwen_coder.sh, then `grpo grpo` (hf backend, TRL's colocated vLLM, 128 completions of <= 384
 # tokens, G = 16, lr 1e-5, step 5 under grpo.profile_step) once per lever: the same seed and settings, STEPS
-# steps (default 20), one lever changed against `base`. After each run bench/step_levers_report.py writes
+# steps (default 20), one lever changed against `base`. After each run bench/gpu/step_levers_report.py writes
 # $W/levers/summary.json (step time against the 0.68 s floor, each phase, IS ratio, loss per step, reward).
 #
 #   bash bench/gpu/step_levers.sh check              # HERE, before the lease: every path and setting it uses
-#   bash bench/gpu/step_levers.sh unpack PARTS_DIR   # (background) = bench/h200_qwen_coder.sh unpack
+#   bash bench/gpu/step_levers.sh unpack PARTS_DIR   # (background) = bench/gpu/h200_qwen_coder.sh unpack
 #   bash bench/gpu/step_levers.sh all PARTS_DIR      # (background) waits for unpack and PARTS_DIR/gguf.done,
 #                                                    #   then prep + SFT, then `levers`; touches $W/levers.done
 #   bash bench/gpu/step_levers.sh levers             # (background) the lever runs alone (prep done before)
@@ -21,7 +21,7 @@
 #   fp8     grpo.vllm_quantization: fp8 (last: the likeliest to fail, and the first a short lease drops)
 #   graphs  grpo.vllm_cudagraph: $CUDAGRAPH (default full_decode_only; not in the default list)
 # STEPS (20), RUN_SECONDS (a run's wall limit, default 240: SIGINT, then the product saves and stops),
-# W (/tmp/qc, shared with bench/h200_qwen_coder.sh), PYTHON (python3).
+# W (/tmp/qc, shared with bench/gpu/h200_qwen_coder.sh), PYTHON (python3).
 set -uo pipefail
 W=${W:-/tmp/qc}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,7 +35,7 @@ cd "$REPO"
 t0=$(date +%s)
 stamp() { echo "[$(date +%T) +$(( $(date +%s) - t0 ))s] $*"; }
 
-lever_yaml() {  # NAME: the run's config (the issue's workload, as bench/h200_qwen_coder.sh's qc.yaml)
+lever_yaml() {  # NAME: the run's config (the issue's workload, as bench/gpu/h200_qwen_coder.sh's qc.yaml)
   cat <<YAML
 max_seq_length: 1024
 grpo:
@@ -82,13 +82,13 @@ until_deadline() {  # NAME SECONDS CMD...: CMD (a program) in its own session, S
   echo "$name exit $rc (GPU after: ${used:-?} MiB)" >> "$L/phases.log"; return "$rc"
 }
 
-report() { "$PY" bench/step_levers_report.py "$L" --out "$L/summary.json" > "$L/report.txt" 2>&1; }
+report() { "$PY" bench/gpu/step_levers_report.py "$L" --out "$L/summary.json" > "$L/report.txt" 2>&1; }
 
 case "${1:-}" in
   check)  # here, no GPU: the script parses, every path exists, every lever's config resolves, the report runs
-    bash -n "$0" && bash -n bench/h200_qwen_coder.sh || exit 1
-    for f in bench/h200_qwen_coder.sh bench/gpu_payload.sh bench/assemble_qwen_coder.sh \
-      bench/step_levers_report.py cli/train/packing.py cli/train/vllm_levers.py; do
+    bash -n "$0" && bash -n bench/gpu/h200_qwen_coder.sh || exit 1
+    for f in bench/gpu/h200_qwen_coder.sh bench/gpu/gpu_payload.sh bench/gpu/assemble_qwen_coder.sh \
+      bench/gpu/step_levers_report.py cli/train/packing.py cli/train/vllm_levers.py; do
       [ -e "$f" ] || { echo "check: $f is missing"; exit 1; }
     done
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -109,20 +109,20 @@ print(f"{sys.argv[2]:>7}: steps {g.max_steps}, batch {g.batch_size}, G {g.gens},
     for name in base packed; do
       printf '{"stage": "grpo", "step": %d, "step_seconds": 3.5, "loss": 0.01, "reward": 7.0, "completions/mean_length": 100, "sampling/importance_sampling_ratio/mean": 1.0, "sampling/sampling_logp_difference/mean": 0.009, "phase_generate_s": 1.5}\n' 1 2 3 > "$tmp/rep/${name}_metrics.jsonl"
     done
-    "$PY" bench/step_levers_report.py "$tmp/rep" > /dev/null || { echo "check: the report failed"; exit 1; }
+    "$PY" bench/gpu/step_levers_report.py "$tmp/rep" > /dev/null || { echo "check: the report failed"; exit 1; }
     "$PY" -c 'import json, sys; s = json.load(open(sys.argv[1])); assert s["vs_base"]["packed"]["step_ratio"] == 1.0' \
       "$tmp/rep/summary.json" || { echo "check: the report's summary is wrong"; exit 1; }
     echo "check: ok (LEVERS='$LEVERS', STEPS=$STEPS, RUN_SECONDS=$RUN_SECONDS, W=$W)"
     ;;
   unpack)
-    bash bench/h200_qwen_coder.sh unpack "${2:?parts dir}"
+    bash bench/gpu/h200_qwen_coder.sh unpack "${2:?parts dir}"
     ;;
   all)
     parts=${2:?parts dir}
     for _ in $(seq 900); do [ -e "$W/unpack.done" ] && [ -e "$parts/gguf.done" ] && break; sleep 2; done
     [ -e "$W/unpack.done" ] || { stamp "unpack not done after 30 min (see /tmp/unpack.log)"; exit 1; }
     [ -e "$parts/gguf.done" ] || { stamp "no $parts/gguf.done after 30 min: the last GGUF part's call touches it"; exit 1; }
-    bash bench/h200_qwen_coder.sh prep "$parts" > "$W/prep_phase.log" 2>&1 || { stamp "prep failed"; tail -5 "$W/prep_phase.log"; exit 1; }
+    bash bench/gpu/h200_qwen_coder.sh prep "$parts" > "$W/prep_phase.log" 2>&1 || { stamp "prep failed"; tail -5 "$W/prep_phase.log"; exit 1; }
     stamp "prep + sft done"
     bash "$0" levers
     ;;

@@ -4,8 +4,8 @@ GRPO learns nothing from a group whose completions all get the same reward, and 
 solves most GSM8K prompts. This samples --samples completions per prompt of data/train.parquet from the
 base model + the SFT adapter at the run's GRPO sampling settings, scores them as `grpo eval` does, and
 keeps the prompts solved by some samples but not all (--keep mixed; --keep solved: at least once).
-`grpo grpo` then trains on them. On an H200 (bench/learning-gpu.md, round 3) it kept 893 of 6,681 GSM8K
-prompts and GRPO gained 2.2 accuracy points over its SFT start.
+`grpo grpo` then trains on them. On an H200 (bench/learning-gpu.md@ea4c471, round 3) it kept 893 of 6,681
+GSM8K prompts and GRPO gained 2.2 accuracy points over its SFT start.
 
 Writes <run>/data/grpo_prompts.parquet (the kept rows + solved) and data/passrate.json;
 data/train.parquet is not modified, and `grpo prep` removes the filter (it is stale then).

@@ -92,7 +92,7 @@ class EvalOptions:
     )
     source: Path | None = setting(
         None,
-        help="Local .jsonl/.json/.parquet/.csv with question (or problem) and answer columns.",
+        help="Local .jsonl, .json, .parquet or .csv file with question (or problem) and answer columns.",
         flag="--source",
         panel=DATA,
     )

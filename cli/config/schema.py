@@ -63,7 +63,7 @@ class PrepConfig:
     dataset: str = setting("gsm8k", help="dapo, gsm8k, math, openmath-mini or openr1 (`grpo prep NAME`).")
     source: str | None = setting(
         None,
-        help="Local .jsonl/.json/.parquet/.csv instead of the hub.",
+        help="Local .jsonl, .json, .parquet or .csv file instead of the hub.",
         flag="--source",
         panel=DATA,
         path=True,

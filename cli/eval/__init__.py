@@ -5,3 +5,19 @@
 - :mod:`cli.eval.report`: report.json / report.md / eval.png / samples.jsonl and the table.
 - :mod:`cli.eval.stats`: Wilson and paired bootstrap intervals.
 """
+
+from cli.common import lazy_exports
+
+# What tools outside the package (bench/) may use: `from cli.eval import NAME` loads its module on first
+# use.
+_EXPORTS = {
+    "EvalJob": "evaluation",
+    "load_rows": "evaluation",
+    "math_verdicts": "scoring",
+    "paired_bootstrap": "stats",
+    "wilson": "stats",
+    "evaluation": "evaluation:",
+    "scoring": "scoring:",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

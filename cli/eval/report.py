@@ -188,7 +188,9 @@ def print_results(
             f"{r['mean_completion_tokens']:.0f}",
             f"{r['seconds']:.1f}s",
         )
-    console.print(table)
+    from cli.run.tables import fit
+
+    console.print(fit(table, console))
     for pair in paired:
         console.print(
             f"{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "

@@ -101,7 +101,9 @@ def print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> None
         "(the seed's reward scores, not accuracy %); HF = the trained model in transformers, "
         "art = the artifact"
     )
-    console.print(table)
+    from cli.run.tables import fit
+
+    console.print(fit(table, console))
 
 
 def degraded(artifacts: list[dict[str, Any]]) -> list[str]:

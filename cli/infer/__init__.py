@@ -6,3 +6,14 @@
 - :mod:`cli.infer.vllm_engine`: every checkpoint's prompts at once through vLLM (eval, filter).
 - :mod:`cli.infer.llamacpp`: llama.cpp's C API from the prebuilt xllamacpp library (load, decode, quantize).
 """
+
+from cli.common import lazy_exports
+
+# What tools outside the package (bench/) may use: `from cli.infer import NAME` loads its module on first
+# use.
+_EXPORTS = {
+    "generation": "generation:",
+    "prompting": "prompting:",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -192,7 +192,7 @@ def sample_all(
     """``sampling.n`` completions of each prompt (grouped per prompt) from the base model + one LoRA adapter
     (``(name, folder)``), every prompt in one ``generate`` call: `grpo filter` on a GPU.
 
-    The vLLM path of the bench script that ran rounds 2 and 3 on an H200 (bench/learning-gpu.md).
+    The vLLM path of the bench script that ran rounds 2 and 3 on an H200 (bench/learning-gpu.md@ea4c471).
     """
     os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # the minimal vLLM bundle has no flashinfer
     import torch

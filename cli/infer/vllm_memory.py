@@ -20,7 +20,7 @@ from cli.config.schema import parse_utilization
 
 GIB = 2**30
 # vLLM's profile run (activations for its batched-token budget), CUDA graphs, the sampler's logits and
-# the allocator's slack. Measured on an H200 (bench/h200.md) for Qwen3-4B and Gemma-3-270M shapes.
+# the allocator's slack. Measured on an H200 (bench/gpu/README.md) for Qwen3-4B and Gemma-3-270M shapes.
 VLLM_MARGIN_BYTES = 3 * GIB
 KV_HEADROOM = 1.5  # block rounding, prefix-cache slack, more than one generation batch in flight
 MIN_UTILIZATION = 0.02

@@ -11,3 +11,18 @@
 
 Training loads its models through :mod:`cli.train.backends` (Unsloth or hf), which resolves them here.
 """
+
+from cli.common import lazy_exports
+
+# What tools outside the package (bench/) may use: `from cli.models import NAME` loads its module on first
+# use.
+_EXPORTS = {
+    "build_tiny_tokenizer": "resolve",
+    "import_gguf": "gguf_import",
+    "loading": "loading:",
+    "materialize_gemma": "resolve",
+    "resolve_model": "resolve",
+    "training_text": "resolve:_training_text",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -11,3 +11,18 @@
 
 Stages sit above this package and never import each other's internals through it.
 """
+
+from cli.common import lazy_exports
+
+# What tools outside the package (bench/) may use: `from cli.run import NAME` loads its module on first
+# use.
+_EXPORTS = {
+    "RunDir": "rundir",
+    "atomic_dir": "atomic",
+    "fallback_rows": "data",
+    "lean": "lean:",
+    "read_stats": "data",
+    "run_config": "rundir",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -20,6 +20,6 @@ def nvidia_device() -> bool:
 
 def configure() -> None:
     # Measured on CPU-only machines only: on a GPU host the trainer's CPU side is not what waits, and the
-    # Unsloth first-step stall of bench/learning-gpu.md (round 6) appeared after this line was added.
+    # Unsloth first-step stall of bench/learning-gpu.md@ea4c471 (round 6) appeared after this line was added.
     if not nvidia_device():
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -7,6 +7,11 @@ without an NVIDIA device peft and transformers import bitsandbytes and torchao (
 (2026-12-01, 7 alternating pairs): importing transformers' causal-LM class, peft and TRL's GRPO trainer took
 11.4 s instead of 15.1 s (0.77x); every command that loads a model starts that much sooner.
 
+transformers' model code also imports SciPy (``scipy.optimize``) and torchvision, for object-detection losses
+and image transforms that a text model never calls. Without them, importing torch, transformers, peft, TRL's
+trainers, datasets and pyplot took 0.95x the CPU seconds (farm-bench, 7 alternating pairs, 2026-12-05, load
+11-14: 7.07 s against 7.45 s).
+
 A name in ``sys.modules`` set to None is how Python marks a module absent: ``importlib.util.find_spec``
 returns None for it, so the libraries' own availability checks report "not installed" and skip it.
 :func:`release` takes the marks away before grpo imports code that may need them (a custom reward, the
@@ -21,7 +26,7 @@ import sys
 
 from cli.run.cpu import nvidia_device
 
-ALWAYS = ("sklearn",)
+ALWAYS = ("sklearn", "scipy", "torchvision")
 WITHOUT_CUDA = ("bitsandbytes", "torchao")
 _marked: list[str] = []
 

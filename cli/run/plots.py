@@ -53,10 +53,19 @@ def tick_labels(values: Sequence[float]) -> list[str]:
     clean = [0.0 if abs(v) <= tiny else v for v in values]
     labels: list[str] = []
     for digits in range(2, 16):
-        labels = [f"{v:.{digits}g}" for v in clean]
+        labels = [_significant(v, digits) for v in clean]
         if len(set(labels)) == len(labels):
             break
     return labels
+
+
+def _significant(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant digits; below a million in plain digits (``100``, not the
+    ``1e+02`` of ``format(100, ".2g")``), tiny values keep their exponent (``5e-09``)."""
+    text = f"{value:.{digits}g}"
+    if "e+" in text and abs(value) < 1e6:
+        text = f"{float(text):.0f}"
+    return text
 
 
 def distinct_ticks() -> Any:
@@ -93,8 +102,11 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
         return [v if (v := _num(r.get(key))) is not None else math.nan for r in rows]
 
     marker = "o" if len(rows) <= 30 else None
-    fig, axes = plt.subplots(2, 4, figsize=(17, 6.4))
-    (ax_r, ax_each, ax_zero, ax_is), (ax_len, ax_kl, ax_loss, ax_gap) = axes
+    ratio = "sampling/importance_sampling_ratio"
+    # The two vLLM panels only when the run logged them (rollouts through vLLM): a CPU run has none.
+    vllm = any(not math.isnan(v) for v in series(f"{ratio}/mean"))
+    fig, axes = plt.subplots(2, 4 if vllm else 3, figsize=(17 if vllm else 13, 6.4))
+    (ax_r, ax_each, ax_zero, *ax_is), (ax_len, ax_kl, ax_loss, *ax_gap) = axes
 
     reward, spread = series("reward"), series("reward_std")
     ax_r.plot(steps, reward, marker=marker, color="tab:blue", label="mean reward")
@@ -131,7 +143,18 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
     ax_loss.plot(steps, series("loss"), marker=marker, color="tab:green")
     ax_loss.set_title("loss (near 0 is normal in GRPO)", fontsize=10)
 
-    # vLLM rollouts: what TRL's correction weighs each token by, and the per-token gap behind it.
+    if vllm:
+        _vllm_panels(ax_is[0], ax_gap[0], steps, series, marker)
+    _finish(axes.flat)
+    if len(set(steps)) == 1:  # one step: its number, not 0.96 … 1.04 around it
+        for ax in axes.flat:
+            ax.set_xticks(steps)
+    fig.suptitle(title, fontsize=10)
+    return to_png(fig)
+
+
+def _vllm_panels(ax_is: Any, ax_gap: Any, steps: list[int], series: Any, marker: str | None) -> None:
+    """vLLM rollouts: what TRL's correction weighs each token by, and the per-token gap behind it."""
     ratio = "sampling/importance_sampling_ratio"
     ax_is.plot(steps, series(f"{ratio}/mean"), marker=marker, color="tab:orange", label="mean")
     ax_is.fill_between(steps, series(f"{ratio}/min"), series(f"{ratio}/max"), color="tab:orange", alpha=0.2,
@@ -141,7 +164,9 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
     ax_gap.plot(steps, series("sampling/sampling_logp_difference/mean"), marker=marker, color="tab:brown")
     ax_gap.set_title("|trainer − vLLM| log-prob per token", fontsize=10)
 
-    for ax in axes.flat:
+
+def _finish(axes: Any) -> None:
+    for ax in axes:
         if not any(not math.isnan(v) for line in ax.get_lines() for v in line.get_ydata()):
             ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="gray")
             ax.set_yticks([])
@@ -152,5 +177,3 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
         ax.yaxis.set_major_formatter(distinct_ticks())
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.suptitle(title, fontsize=10)
-    return to_png(fig)

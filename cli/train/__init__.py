@@ -10,3 +10,21 @@ Heavy frameworks are imported inside functions only (``grpo --help`` stays insta
 unsloth backend :func:`cli.train.backends.import_backend` imports Unsloth before TRL/transformers,
 as Unsloth requires.
 """
+
+from cli.common import lazy_exports
+
+# What tools outside the package (bench/) may use: `from cli.train import NAME` loads its module on first
+# use.
+_EXPORTS = {
+    "PhaseTimes": "phases",
+    "Support": "lm_head",
+    "grpo_dataset": "data",
+    "kind_reader": "profile:_kind_reader",
+    "score_tokens": "lm_head",
+    "summarize": "profile",
+    "table": "profile",
+    "write_profile": "profile",
+    "write_trace": "profile",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -133,7 +133,7 @@ class LiveSpec:
     vllm_gib: float | None = None
     quiet: bool = False
     # What the heartbeat adds while the process's first step runs (Unsloth compiles its kernels there:
-    # 4.9 min on a fresh H200, about 1 min once its caches are warm; bench/learning-gpu.md, round 8).
+    # 4.9 min on a fresh H200, about 1 min once its caches are warm; bench/learning-gpu.md@ea4c471, round 8).
     first_step_note: str = ""
 
 

@@ -5,7 +5,7 @@ LoRA layer casts its input to the weights' dtype before ``lora_A`` (``x.to(float
 activation). Under bf16 autocast, which is how the trainer runs every forward on a GPU (accelerate wraps
 the model's forward; TRL's log-prob passes enter ``accelerator.autocast()`` themselves), ``lora_A`` then
 casts that float32 copy straight back to bf16: two full-size copies per LoRA layer and pass, for nothing,
-since bf16 → float32 → bf16 is exact. The H200 profile of a 1.5B GRPO step (bench/h200.md, 2026-12-04)
+since bf16 → float32 → bf16 is exact. The H200 profile of a 1.5B GRPO step (bench/gpu/README.md, 2026-12-04)
 put the first of them at 431 ms of the 3.98 s of kernels (1,585 casts) and the casts back in a further
 216 ms.
 

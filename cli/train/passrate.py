@@ -6,8 +6,9 @@ small model most GSM8K prompts are such groups (never solved), so the adapter th
 SFT one) samples ``n`` completions per prompt at GRPO's sampling settings, the run's own scoring
 (:func:`cli.eval.scoring.score`, as `grpo eval`) counts the solved ones ``k``, and the prompts with
 ``0 < k < n`` (``--keep mixed``) or ``k > 0`` (``--keep solved``) are kept: the offline form of DAPO's
-dynamic sampling (open-r1 has a pass-rate filtering script). Measured on an H200 (bench/learning-gpu.md,
-round 3): 893 of 6,681 GSM8K prompts kept, then GRPO +2.2 accuracy points over its SFT start.
+dynamic sampling (open-r1 has a pass-rate filtering script). Measured on an H200
+(bench/learning-gpu.md@ea4c471, round 3): 893 of 6,681 GSM8K prompts kept, then GRPO +2.2 accuracy points
+over its SFT start.
 
 Writes ``data/grpo_prompts.parquet`` (the kept rows of train.parquet plus ``solved``) and
 ``data/passrate.json``; train.parquet is not modified (SFT reads its worked solutions).

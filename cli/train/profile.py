@@ -91,7 +91,7 @@ def write_profile(prof: Any, step: int, wall: float, out_dir: Path, *, cuda: boo
     """The table, the numbers and the trace of one profiled step (each file written whole or not at all),
     from the profiler's raw events (:func:`summarize`), not torch's ``key_averages``: that builds a Python
     object and a parent/child tree for every event, which held a 1.5B Unsloth step of 16 accumulation steps
-    for minutes on the H200 (bench/learning-gpu.md, round 13)."""
+    for minutes on the H200 (bench/learning-gpu.md@ea4c471, round 13)."""
     from cli.run.atomic import atomic_write_json, atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -24,9 +24,9 @@ class ScoringLayout:
     (no grad, over the whole rollout, in ``unsloth_grpo_mini_batch`` mini-batches: a count, despite the name)
     and the loss (with grad, over one device step's rows packed into one stream, whatever the count). With
     128 rows it unrolls 512 chunks; that first compile was still running after 6.6 min on the H200, and the
-    compile grows faster than the chunk count (bench/unsloth_scoring_compile.py: 8 chunks 34.8 s, 32 -> 115 s,
-    128 -> 574 s on 2 CPU cores). Measured on the H200 with Qwen2.5-Coder-1.5B at 128 completions a step
-    (bench/learning-gpu.md, rounds 12-13), same prompts:
+    compile grows faster than the chunk count (bench/gpu/unsloth_scoring_compile.py: 8 chunks 34.8 s,
+    32 -> 115 s, 128 -> 574 s on 2 CPU cores). Measured on the H200 with Qwen2.5-Coder-1.5B at 128 completions
+    a step (bench/learning-gpu.md@ea4c471, rounds 12-13), same prompts:
 
     - split into 16 accumulation steps of 8 rows, compiled (8 chunks a graph): first step 144 s, then 14.0
       and 16.2 s at steps 3-4 (the loss and backward 3x as long as in one pass);
