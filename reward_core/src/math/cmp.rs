@@ -249,6 +249,10 @@ fn eq(g: &Item, p: &Item, w: &Work) -> bool {
             _ => unordered_eq(&elements(&val_items(a), w), &elements(&val_items(b), w), w),
         },
         (Text(a), Text(b)) => a == b,
+        // clock times are times (`12:00` ≠ `1:00`); a time against anything else is its ratio
+        (Item::Time(a, _), Item::Time(b, _)) => a.same(*b),
+        (Item::Time(_, r), _) => eq(r, p, w),
+        (_, Item::Time(_, r)) => eq(g, r, w),
         (Ratio(a), Ratio(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| val_eq(x, y)),
         (Tuple(a), Tuple(b)) => ordered_eq(a, b, w),
         (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {

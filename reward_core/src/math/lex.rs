@@ -579,7 +579,22 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                         }
                     }
                 }
+                let whole = !point && !matches!(out.last(), Some(Tok::P('/' | '^' | '_' | '.')));
                 out.push(Tok::Num { int, frac, point });
+                // `2 2/3` is a mixed number, written as `2\frac{2}{3}` (never `2 · 2/3`)
+                if let Some((p, q, end)) = whole.then(|| mixed_fraction(&chars, i)).flatten() {
+                    out.push(Tok::Cmd("frac".into()));
+                    for part in [p, q] {
+                        out.push(Tok::P('{'));
+                        out.push(Tok::Num {
+                            int: part,
+                            frac: String::new(),
+                            point: false,
+                        });
+                        out.push(Tok::P('}'));
+                    }
+                    i = end;
+                }
             }
             '\\' => {
                 i += 1;
@@ -885,6 +900,38 @@ fn greek_name(c: char) -> Option<&'static str> {
 }
 
 /// A comma, unless the tokens end with one or have none (`1, and 2` is `1, 2`).
+/// The fraction of a mixed number written in plain text after its whole part: spaces, then
+/// `p/q` of plain digits that no other digit, point, power or fraction continues (`2 2/3`); the
+/// numerator, the denominator and where it ends.
+fn mixed_fraction(chars: &[char], i: usize) -> Option<(String, String, usize)> {
+    let mut j = i;
+    while chars.get(j).is_some_and(|c| *c == ' ' || *c == '\t') {
+        j += 1;
+    }
+    if j == i {
+        return None;
+    }
+    let digits = |from: usize| {
+        let k = (from..chars.len().min(from + 18))
+            .find(|&k| !chars[k].is_ascii_digit())
+            .unwrap_or(chars.len().min(from + 18));
+        (k > from).then(|| (chars[from..k].iter().collect::<String>(), k))
+    };
+    let (p, k) = digits(j)?;
+    if chars.get(k) != Some(&'/') {
+        return None;
+    }
+    let (q, end) = digits(k + 1)?;
+    if chars
+        .get(end)
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '^' | '/' | '_'))
+        || q.trim_start_matches('0').is_empty()
+    {
+        return None;
+    }
+    Some((p, q, end))
+}
+
 fn push_comma(out: &mut Vec<Tok>) {
     // (a unit mark is dropped later: what counts is the token before it)
     if !matches!(
@@ -1147,8 +1194,9 @@ pub fn render(toks: &[Tok]) -> String {
         let is_num = matches!(t, Tok::Num { .. });
         match t {
             Tok::Num { int, frac, point } => {
+                // (a thin space: a plain one before `p/q` would read back as a mixed number)
                 if prev_num {
-                    s.push(' ');
+                    s.push_str("\\,");
                 }
                 s.push_str(if int.is_empty() { "0" } else { int });
                 if *point {

@@ -72,9 +72,83 @@ pub enum Item {
     Alt(Vec<Item>),
     /// `a : b : c`, three parts or more, scaled so that the first part is 1 (`a : b` is `a/b`).
     Ratio(Vec<Val>),
+    /// A clock time `h:mm` or `h:mm:ss` (see [`Clock`]), with its reading as a ratio for the
+    /// comparison against anything that is not a time (`7:32` = `\frac{7}{32}`).
+    Time(Clock, Box<Item>),
+}
+
+/// A clock time: seconds past midnight modulo 12 hours, and `Some(pm)` when the half of the day
+/// is known (an `am`/`pm` mark, or an hour of 0 or 13 to 23). Two times are equal when their
+/// seconds are, and their halves when both are known (`4:30` = `4:30 pm` = `16:30` ≠ `4:30 am`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    pub secs: u32,
+    pub pm: Option<bool>,
+}
+
+impl Clock {
+    pub fn same(self, other: Clock) -> bool {
+        self.secs == other.secs && (self.pm.is_none() || other.pm.is_none() || self.pm == other.pm)
+    }
 }
 
 pub type Res<T> = Result<T, ()>;
+
+/// A clock time at the start of `toks`: `h:mm` or `h:mm:ss`, an hour of one or two digits up to
+/// 24, minutes and seconds of two digits up to 59 (`19:60` and `3:5` are ratios); with the number
+/// of tokens it takes. Its half of the day is known from a 24-hour hour only (an `am` / `pm` mark after it is read by the parser).
+pub fn clock(toks: &[Tok]) -> Option<(Clock, usize)> {
+    let plain = |t: &Tok, lo: usize, hi: usize, max: u32| match t {
+        Tok::Num { int, frac, point }
+            if !point && frac.is_empty() && (lo..=hi).contains(&int.len()) =>
+        {
+            int.parse::<u32>().ok().filter(|v| *v <= max)
+        }
+        _ => None,
+    };
+    let (h, m) = match toks {
+        [a, Tok::P(':'), b, ..] => (plain(a, 1, 2, 24)?, plain(b, 2, 2, 59)?),
+        _ => return None,
+    };
+    let (s, len) = match toks.get(3..5) {
+        Some([Tok::P(':'), c]) => (plain(c, 2, 2, 59)?, 5),
+        _ => (0, 3),
+    };
+    let pm = match h {
+        0 => Some(false),
+        13..=24 => Some(true),
+        _ => None,
+    };
+    Some((
+        Clock {
+            secs: (h % 12) * 3600 + m * 60 + s,
+            pm,
+        },
+        len,
+    ))
+}
+
+/// An `am` / `pm` mark after a time (`4:30pm`, `4:30 p.m.`, `\text{ PM}`): Some(pm) and its
+/// number of tokens.
+fn clock_mark(toks: &[Tok]) -> (Option<bool>, usize) {
+    let pm = match toks.first() {
+        Some(Tok::Word(w)) if w == "am" || w == "pm" => return (Some(w == "pm"), 1),
+        Some(Tok::Letter(c @ ('a' | 'p'))) => *c == 'p',
+        _ => return (None, 0),
+    };
+    let mut k = 1;
+    while toks.get(k) == Some(&Tok::P('.')) {
+        k += 1;
+    }
+    match toks.get(k) {
+        Some(Tok::Letter('m')) => (Some(pm), k + 1),
+        // `\text{ p.m.}` loses its `m.` as a unit of length
+        None => (Some(pm), k),
+        _ => (None, 0),
+    }
+}
+
+/// A time with the `am` / `pm` mark that follows it, if any.
 
 #[derive(Debug)]
 pub struct Parser<'a> {
@@ -113,6 +187,12 @@ fn num_val(int: &str, frac: &str, point: bool) -> Val {
     };
     let mut v = match exact {
         Some(r) => Val::exact(Exact::rat(r)),
+        // an integer past the exact field is a value of its own, named by its digits: integers
+        // of any size compare exactly (never two overflows alike)
+        None if !point || frac.bytes().all(|d| d == b'0') => {
+            let digits = int.trim_start_matches('0');
+            opaque(&format!("int {digits}"))
+        }
         None => {
             let text = format!("{}.{}", if int.is_empty() { "0" } else { int }, frac);
             Val::float(C::real(text.parse::<f64>().unwrap_or(f64::NAN)))
@@ -282,7 +362,29 @@ impl<'a> Parser<'a> {
 
     /// `a : b` (read as `a/b`), `a : b : c` (a [`Item::Ratio`]), or one union.
     fn ratio(&mut self) -> Res<Item> {
+        let start = self.pos;
+        if let Some((c, len)) = clock(&self.toks[start..]) {
+            // a clock time, with its reading as a ratio when it has one (`12:00` has none)
+            let written = &self.toks[start..start + len];
+            let ratio = Parser::new(written)
+                .ratio_plain()
+                .unwrap_or_else(|()| Item::Text(super::lex::render(written)));
+            self.pos = start + len;
+            let (mark, n) = clock_mark(&self.toks[self.pos..]);
+            self.pos += n;
+            let pm = mark.or(c.pm);
+            return Ok(Item::Time(Clock { secs: c.secs, pm }, Box::new(ratio)));
+        }
+        self.ratio_plain()
+    }
+
+    fn ratio_plain(&mut self) -> Res<Item> {
         let first = self.union()?;
+        self.ratio_rest(first)
+    }
+
+    /// The rest of a ratio after its first part.
+    fn ratio_rest(&mut self, first: Item) -> Res<Item> {
         if self.peek() != Some(&Tok::P(':')) {
             return Ok(first);
         }
@@ -1281,11 +1383,19 @@ fn big_pow(b: &Val, e: &Val) -> Val {
     let z = r.s[0];
     let lost = !z.is_finite() || (z.re == 0.0 && z.im == 0.0);
     match (&b.exact, &e.exact) {
-        (Some(x), Some(y)) if r.exact.is_none() && lost && !x.0.is_empty() => {
+        // an exact power past the exact field is kept apart even when `f64` holds it:
+        // `2^{200}` ≠ `2^{200} + 1`, which `f64` cannot tell apart
+        (Some(x), Some(y))
+            if r.exact.is_none() && (lost || is_int(x) && is_int(y)) && !x.0.is_empty() =>
+        {
             opaque(&format!("{x:?}^{y:?}"))
         }
         _ => r,
     }
+}
+
+fn is_int(e: &Exact) -> bool {
+    e.as_rat().is_some_and(Rat::is_int)
 }
 
 fn binom(n: &Val, k: &Val) -> Val {
