@@ -6,10 +6,9 @@
 //! Normalising every relation to (label, value) is what keeps equality transitive:
 //! `-2 \le x \le 7`, `x \in [-2, 7]` and `[-2, 7]` all read as the value `[-2, 7]`.
 
-use super::cmp::item_eq;
-use super::lex::Tok;
-use super::num::{val_eq, Val, C};
-use super::parse::{Item, Rel, GREEK};
+use crate::cmp::item_eq;
+use crate::num::{val_eq, Val, C};
+use crate::types::{Item, Rel, Tok, GREEK};
 
 /// Most items of a list that are grouped into labelled tuples (the grouping is quadratic).
 const MAX_GROUPED: usize = 64;

@@ -5,13 +5,13 @@
 //! one end changed, sets with one element changed, equations with one coefficient changed, the gold
 //! inside a longer wrong expression, and integers too large for any machine number.
 //!
-//! `FP_DUMP=pairs.tsv cargo test -p reward_core --test never_equal -- --ignored dump` writes a
+//! `FP_DUMP=pairs.tsv cargo test -p math_equal --test never_equal -- --ignored dump` writes a
 //! sample of the pairs (gold, prediction, shape; tab-separated) for `bench/bench_math_fp.py`.
 
+use math_equal::math_equal;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
-use reward_core::math::math_equal;
 
 /// Cases the property runs; every case is one pair, checked both ways.
 const PAIRS: u32 = 100_000;

@@ -139,6 +139,9 @@
 //!   `-3 < z < 3` = `z \in (-3, 3)`).
 //!
 //! # What is not accepted, and why
+//! - A clock time read as a ratio against another time (`1:20` ≠ `2:40`), and an equation with
+//!   variables against its right-hand side (`2x + z = 5` ≠ `5`): the same text is a question as
+//!   often as an answer.
 //! - Several answers against one: `\boxed{3}, \boxed{4}` ≠ `4` and `\boxed{3 \text{ or } 4}` ≠ `4`
 //!   (listing candidates must not pay), including boxes a solution offers as alternatives ("either
 //!   point is correct"): a set is a set.
@@ -149,7 +152,7 @@
 //!   13,000 tokens to read again), labels permuted against an unlabelled tuple (`(q,p) = (2,3)` ≠
 //!   `(3,2)`: nothing says the gold is `(p, q)`), `and` of inequalities as an intersection
 //!   (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
-//! - Collections of more than [`parse::MAX_ITEMS`] (64) elements, and two collections that take
+//! - Collections of more than [`types::MAX_ITEMS`] (64) elements, and two collections that take
 //!   more than [`cmp::MAX_COMPARISONS`] comparisons to match without order: a set of 40 against
 //!   itself reversed is equal (~2.4K comparisons), 25 sets of 25 against them reversed are not
 //!   (MATH's longest lists have about ten elements). The same text is still equal.
@@ -163,12 +166,21 @@
 //! is 621, of 3,782 model completions 663; long display math counts from where its last line
 //! starts) is not read as math: it equals only the same text. In an
 //! answer, groups nest at most [`parse::MAX_DEPTH`] deep; a `±` expression expands to at most 8
-//! values; collections hold at most [`parse::MAX_ITEMS`] elements (lists of at most 64 are grouped
+//! values; collections hold at most [`types::MAX_ITEMS`] elements (lists of at most 64 are grouped
 //! by label); at most 64 boxes or segments join; exact values have at most 16 terms of `i128`
 //! rationals and integer powers up to 256 (beyond, the floating-point samples decide); sums term by
 //! term and matrix products share one budget of 4,096 steps per answer, and comparing two answers
 //! one of 4,096 comparisons of their parts. Past a limit the answer is not parsed (or the
 //! comparison is not equal) and only its normalised text can make it equal.
+//!
+//! # Modules
+//! One pipeline, each stage a module that depends only on the ones after it: [`extract`] (where
+//! the answer is) → [`lex`] (tokens, [`normalize`]) → [`parse`] (structure and values; its parts:
+//! relations and ratios, sums and products, primaries, commands, values) → [`reading`] (relations
+//! as labelled values) → [`cmp`] (the comparison rules) → [`num`] (exact and sampled values);
+//! [`matrix`] is matrix arithmetic. [`types`] is the leaf of shared types (tokens, items, relations,
+//! clock times) that keeps the graph free of cycles. Benches: `cargo bench -p math_equal`. The
+//! false-positive property test: `tests/never_equal.rs`.
 
 // Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
 // operator traits: these ops are partial). Casts are between sample floats and small integers.
@@ -192,10 +204,11 @@ pub mod matrix;
 pub mod num;
 pub mod parse;
 pub mod reading;
+pub mod types;
 
 use cmp::item_eq;
-use lex::Tok;
-use parse::{Item, Parser};
+use parse::Parser;
+use types::{Item, Tok};
 
 /// The tokens of the answer of `s` (see [`extract`]): several pieces are joined by commas into
 /// one list — always for boxes; for math segments of prose only when they read alike (`$x = 1$
@@ -568,21 +581,6 @@ fn text_key(toks: &[Tok]) -> Option<String> {
         }
     }
     (!key.is_empty()).then_some(key)
-}
-
-/// [`math_equal`] over pairs, in parallel when enabled (see [`crate::parallel`]).
-pub fn math_equal_batch(preds: &[&str], golds: &[&str]) -> Result<Vec<bool>, crate::Error> {
-    if preds.len() != golds.len() {
-        return Err(crate::Error::LengthMismatch {
-            what: "gold",
-            expected: preds.len(),
-            got: golds.len(),
-        });
-    }
-    let total = preds.iter().chain(golds).map(|s| s.len()).sum();
-    Ok(crate::parallel::map_indices(preds.len(), total, |i| {
-        math_equal(preds[i], golds[i])
-    }))
 }
 
 /// The answer a completion gives: the text between the last `solution_start` and the

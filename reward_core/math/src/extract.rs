@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use memchr::memmem::{Finder, FinderRev};
 
-use super::lex::MAX_LEN;
+use crate::lex::MAX_LEN;
 
 /// Most segments one answer is made of (`\boxed{1}, \boxed{2}, …`); further ones are dropped.
 pub const MAX_SEGMENTS: usize = 64;

@@ -4,8 +4,8 @@
 
 use std::cell::Cell;
 
-use super::num::{proportional, val_eq, Val};
-use super::parse::{Item, Rel, MAX_ITEMS};
+use crate::num::{proportional, val_eq, Val};
+use crate::types::{Item, Rel, MAX_ITEMS};
 
 /// Most labels of a labelled tuple matched up to their order (`y = 2, x = 1` against `(x, y)`).
 const MAX_PERMUTED: usize = 8;
@@ -213,7 +213,6 @@ pub fn item_eq(g: &Item, p: &Item) -> bool {
 }
 
 /// [`item_eq`] within the budget `w` (every call takes one comparison from it).
-#[allow(clippy::too_many_lines)] // one match over pairs of kinds
 fn eq(g: &Item, p: &Item, w: &Work) -> bool {
     use Item::{Alt, Interval, Labelled, Matrix, Ratio, Relation, Set, Text, Tuple, Union};
     if !w.take() {
