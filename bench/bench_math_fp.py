@@ -71,7 +71,8 @@ def main() -> None:
         f"(`python bench/bench_math_fp.py --pairs {args.pairs}`), each judged both ways; "
         "`cargo test` runs 100,000 of them and allows none._",
         "",
-        "| shape | pairs | false positives, `math_equal` | false positives, Math-Verify | one of Math-Verify's |",
+        "| shape | pairs | false positives, `math_equal` | false positives, Math-Verify "
+        "| one of Math-Verify's |",
         "|---|---:|---:|---:|---|",
     ]
     for shape in sorted(total):

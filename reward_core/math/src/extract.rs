@@ -453,7 +453,8 @@ fn segment_chain<'a>(s: &'a str, segs: &[Seg], k: usize) -> Vec<Piece<'a>> {
     while j > 0 && out.len() < MAX_SEGMENTS {
         let (prev, next) = (segs[j - 1], segs[j]);
         let gap = &s[prev.end..next.start];
-        if gap.trim().is_empty() || !is_connector(gap) {
+        // (a paragraph break ends the answer: segments of two paragraphs are never one)
+        if gap.trim().is_empty() || !is_connector(gap) || gap.contains("\n\n") {
             break;
         }
         out.push(prev.piece(s));

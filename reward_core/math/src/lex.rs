@@ -1047,8 +1047,13 @@ fn trailing_text_words(toks: &mut Vec<Tok>) {
     while start > 0 && matches!(toks[start - 1], Tok::Word(_)) {
         start -= 1;
     }
+    // (an `am` / `pm` after a clock time is part of it: `3:00 \text{ PM}`)
+    let clock_mark = matches!(&toks[start..], [Tok::Word(w)] if w == "am" || w == "pm")
+        && start >= 2
+        && toks[start - 2] == Tok::P(':');
     if start < toks.len()
         && start > 0
+        && !clock_mark
         && matches!(toks[start - 1], Tok::Num { .. } | Tok::P(')' | ']' | '}'))
     {
         toks.truncate(start);

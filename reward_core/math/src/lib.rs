@@ -24,7 +24,8 @@
 //!   phrase.
 //! - Else, in prose, the **last** math segment or number run, whichever comes last. Segments are
 //!   `$…$`, `$$…$$`, `\(…\)`, `\[…\]`, `\begin{align*}…` (inline ones within one line; none but
-//!   an environment across a paragraph break, a blank line, which LaTeX forbids in math); a segment
+//!   an environment across a paragraph break, a blank line, which LaTeX forbids in math; segments
+//!   of two paragraphs are never joined into one answer); a segment
 //!   that only names a variable (`The largest $n$ is 34.`) is a mention, not an answer. A `$`
 //!   before a digit is money unless it closes like math (`$10,200 + $255 = $10,455`). Display math
 //!   states its last line (`… \\ &= 6 - 5i`). Number runs skip `\text{}` asides. Segments of prose

@@ -176,7 +176,7 @@ fn equations() -> impl Strategy<Value = (String, String, &'static str)> {
 }
 
 /// The gold inside a longer wrong expression: added to, multiplied, raised, rooted, listed with
-/// another value, or placed in a tuple.
+/// another value, placed in a tuple, or the right-hand side of an equation.
 fn inside() -> impl Strategy<Value = (String, String, &'static str)> {
     let gold = prop_oneof![
         (2i64..999).prop_map(|n| n.to_string()),
@@ -195,7 +195,7 @@ fn inside() -> impl Strategy<Value = (String, String, &'static str)> {
         }),
         (2i64..9).prop_map(|n| format!("{n}\\pi")),
     ];
-    (gold, 2i64..9, 0u8..7).prop_map(|(g, k, how)| {
+    (gold, 2i64..9, 0u8..8).prop_map(|(g, k, how)| {
         let pred = match how {
             0 => format!("{g} + {k}"),
             1 => format!("{k}{g}"),
@@ -203,7 +203,8 @@ fn inside() -> impl Strategy<Value = (String, String, &'static str)> {
             3 => format!("\\sqrt{{{g}}}"),
             4 => format!("{g}, {k}{g}"),
             5 => format!("({g}, {k})"),
-            _ => format!("{g} x"),
+            6 => format!("{g} x"),
+            _ => format!("{k}x + z = {g}"), // an equation is not its right-hand side
         };
         (g, pred, "inside")
     })
