@@ -33,6 +33,7 @@ CASES: dict[str, list[tuple[str, str, bool]]] = {
         ("x = 5", "5", True),
         ("m + n = 17", "17", True),
         ("\\pi r^2 = 16\\pi \\approx 50.27", "16\\pi", True),
+        ("z^{5} + z^{-5} = (z^5) + (z^5)^{-1} = (-1) + (-1) = -2", "-2", True),
         ("2x + 3 = 11", "2x+3=11", True),
     ],
     "clock time": [
@@ -99,11 +100,12 @@ CASES: dict[str, list[tuple[str, str, bool]]] = {
         ("|x| \\le 3", "[-3, 4]", False),
     ],
     "and/or between labelled equations": [
-        ("$a=2$ and $b=3$", "a=2,b=3", True),
-        ("$x = 1$ and $y = 2$", "(1, 2)", True),
+        ("a = 2 and b = 3", "a=2,b=3", True),
+        ("x = 1 \\text{ and } y = 2", "(1, 2)", True),
+        ("Then $c = 14,$ and $a_1 = 14 \\cdot 6^2 = 504.$", "504", True),
         ("a = 2 \\text{ and } b = 3", "(a, b) = (2, 3)", True),
         ("x = 1 or x = 2", "x \\in \\{1, 2\\}", True),
-        ("$x = 1$ and $y = 2$", "(2, 1)", False),
+        ("x = 1 and y = 2", "(2, 1)", False),
     ],
 }
 

@@ -29,9 +29,9 @@
 //!   that only names a variable (`The largest $n$ is 34.`) is a mention, not an answer. A `$`
 //!   before a digit is money unless it closes like math (`$10,200 + $255 = $10,455`). Display math
 //!   states its last line (`… \\ &= 6 - 5i`). Number runs skip `\text{}` asides. Segments of prose
-//!   joined by connectors are one set only when they read alike (labelled values, or the same
-//!   shape): `$x = 1$ or $x = 2$` is a set, `$a = 2$ and $b = 3$` one labelled tuple, and
-//!   `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer.
+//!   joined by connectors are one set only when they read alike (the same label, or the same
+//!   shape): `$x = 1$ or $x = 2$` is a set, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer,
+//!   and `Then $c = 14,$ and $a_1 = 504.$` states `504`.
 //!   A text with no box, phrase, segment or prose (two plain words in a row) is its own answer.
 //! - Up to three plain words after a final number go (`12 apples` = `12`), and a `\text{…}` after
 //!   a value (`7 \text{ marbles}` = `7`).
@@ -121,10 +121,11 @@
 //! - A chain of `=` / `\approx` that ends in a constant states that final value, and also each
 //!   earlier side that agrees with it (`\frac{6}{2} = 3` = `3`; `2\sqrt3 \approx 3.46` = `2\sqrt3`
 //!   and = `3.46`; `15 + 75 = 120` = `120`); its first side labels it when it is a label
-//!   (`f(3) = f(-3) + 6 = 8`), or an expression followed by two constant sides or more, a
-//!   computation (`\pi r^2 = 16\pi \approx 50.27` = `16\pi`). **An equation with variables is
+//!   (`f(3) = f(-3) + 6 = 8`), or when the chain has three sides or more, a computation
+//!   (`\pi r^2 = 16\pi \approx 50.27` = `16\pi`, `z + \frac1z = \frac{-z^2}{z^2} = -1` = `-1`). **An equation with variables is
 //!   not its right-hand side**: `2x + z = 5`, `3x = 6`, `x + 3 = 5` ≠ `5` (a number outside a
-//!   subscript or exponent makes the left side no label). An equation in standard form
+//!   subscript or exponent makes the left side no label; so `2y_1 + 2y_2 = 40` ≠ `40` too, which
+//!   a solution may mean as a computed value). An equation in standard form
 //!   (`5x-7y+11z+4=0`, `x + y + z = 0`) is an equation, not `0`. A chain of equal expressions
 //!   states its last side.
 //!   When a whole answer does not parse, the part after its last top-level `=` is read.
@@ -240,11 +241,10 @@ fn tokens_of(ans: &extract::Answer) -> Vec<Tok> {
     if toks.len() > 1 && !ans.boxed {
         let items: Vec<Option<Item>> = toks.iter().map(|t| parse_tokens(t)).collect();
         let alike = |a: &Option<Item>, b: &Option<Item>| match (a, b) {
-            // labelled values joined in prose are one answer (`$a = 2$ and $b = 3$`)
             (
-                Some(Item::Labelled { label: Some(_), .. }),
-                Some(Item::Labelled { label: Some(_), .. }),
-            ) => true,
+                Some(Item::Labelled { label: Some(x), .. }),
+                Some(Item::Labelled { label: Some(y), .. }),
+            ) => item_eq(x, y),
             (Some(x), Some(y)) => shape(x) == shape(y),
             _ => false,
         };

@@ -42,10 +42,11 @@ pub fn reading(
         // `5x - 7y + 11z + 4 = 0`, `x + y + z = 0`: an equation in standard form, not a value
         let standard_form = n == 2 && is_zero(last) && matches!(kinds[0], Label::No | Label::Sum);
         // the label: a label-like first side (`f(3) = f(-3) + 6 = 8`), the first side of a
-        // computation, whose sides after it are all constants (`\pi r^2 = 16\pi \approx 50.27`),
+        // computation, a chain of three sides or more that ends in a constant
+        // (`\pi r^2 = 16\pi \approx 50.27`, `z + \frac1z = \frac{-z^2}{z^2} = -1`),
         // or the last of a single `3 = x`. An equation with variables is not its right-hand
         // side: `2x + z = 5` has no label (a coefficient is no name), it is an equation, not `5`.
-        let computation = n >= 3 && !constant(&sides[0]) && sides[1..].iter().all(constant);
+        let computation = n >= 3 && !constant(&sides[0]) && constant(last);
         let (label, lone, values): (Option<&Item>, bool, Vec<&Item>) = if standard_form {
             (None, false, sides.iter().collect())
         } else if labels[0] || computation {
