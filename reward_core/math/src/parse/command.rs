@@ -135,7 +135,6 @@ impl Parser<'_> {
     }
 
     pub(super) fn command(&mut self, name: &str) -> Res<Item> {
-        let exact1 = Val::exact(Exact::rat(Rat::ONE));
         let one = |v: Val| Ok(Item::Val(vec![v]));
         match name {
             "frac" => {
@@ -143,26 +142,7 @@ impl Parser<'_> {
                 let b = one_val(self.arg()?)?;
                 Ok(Item::Val(combine(&a, &b, Val::div)?))
             }
-            "sqrt" => {
-                let index = if self.eat(&Tok::P('[')) {
-                    self.enter()?;
-                    let v = one_val(self.expr()?)?;
-                    self.leave();
-                    self.expect(&Tok::P(']'))?;
-                    Some(v)
-                } else {
-                    None
-                };
-                let x = one_val(self.arg()?)?;
-                let half = Val::exact(Exact::rat(Rat::new(1, 2).ok_or(())?));
-                match index {
-                    None => Ok(Item::Val(x.iter().map(|v| v.pow(&half)).collect())),
-                    Some(n) => {
-                        let inv = combine(&[exact1], &n, Val::div)?;
-                        Ok(Item::Val(combine(&x, &inv, real_root)?))
-                    }
-                }
-            }
+            "sqrt" => self.sqrt(),
             "pi" => one(konst(C::real(std::f64::consts::PI))),
             "infty" => one(konst(C::real(f64::INFINITY))),
             "emptyset" => Ok(Item::Set(Vec::new())),
@@ -182,60 +162,89 @@ impl Parser<'_> {
             "mathbb" if self.eat_letter_arg('r') => Ok(real_line()),
             "sum" => self.big_op(true),
             "prod" => self.big_op(false),
-            "log" | "ln" | "lg" => {
-                let base = if name == "log" && self.eat(&Tok::P('_')) {
-                    Some(one_val(self.arg()?)?)
-                } else {
-                    None
-                };
-                let power = self.fn_power()?;
-                let x = self.fn_arg()?;
-                let mut out: Vec<Val> = x.iter().map(|v| v.map(|_| None, C::ln)).collect();
-                if name == "lg" {
-                    let ten = Val::float(C::real(10f64.ln()));
-                    out = combine(&out, &[ten], Val::div)?;
-                }
-                if let Some(b) = base {
-                    let lb: Vec<Val> = b.iter().map(|v| v.map(|_| None, C::ln)).collect();
-                    out = combine(&out, &lb, Val::div)?;
-                }
-                Ok(Item::Val(apply_power(out, power.as_ref())?))
-            }
-            _ => {
-                if let Some(f) = trig(name) {
-                    let power = self.fn_power()?;
-                    let x = self.fn_arg()?;
-                    let out: Vec<Val> = x.iter().map(|v| v.map(|_| None, f)).collect();
-                    return Ok(Item::Val(apply_power(out, power.as_ref())?));
-                }
-                if matches!(
-                    name,
-                    "overline"
-                        | "bar"
-                        | "hat"
-                        | "vec"
-                        | "tilde"
-                        | "widehat"
-                        | "underline"
-                        | "mathbb"
-                        | "mathcal"
-                        | "mathfrak"
-                        | "mathscr"
-                        | "overrightarrow"
-                        | "arc"
-                        | "widearc"
-                ) {
-                    return self.arg(); // a decorated symbol is its base
-                }
-                if GREEK.contains(&name) {
-                    return one(self.bound(name).unwrap_or_else(|| Val::var(fnv(name))));
-                }
-                if matches!(name, "angle" | "measuredangle" | "triangle") {
-                    // `\angle ABC`: a name, multiplied with the points that follow
-                    return one(Val::var(fnv(name)));
-                }
-                Err(())
+            "log" | "ln" | "lg" => self.log(name),
+            _ => self.named(name),
+        }
+    }
+
+    /// `\sqrt{x}`, `\sqrt[n]{x}`.
+    fn sqrt(&mut self) -> Res<Item> {
+        let index = if self.eat(&Tok::P('[')) {
+            self.enter()?;
+            let v = one_val(self.expr()?)?;
+            self.leave();
+            self.expect(&Tok::P(']'))?;
+            Some(v)
+        } else {
+            None
+        };
+        let x = one_val(self.arg()?)?;
+        let half = Val::exact(Exact::rat(Rat::new(1, 2).ok_or(())?));
+        match index {
+            None => Ok(Item::Val(x.iter().map(|v| v.pow(&half)).collect())),
+            Some(n) => {
+                let inv = combine(&[Val::exact(Exact::rat(Rat::ONE))], &n, Val::div)?;
+                Ok(Item::Val(combine(&x, &inv, real_root)?))
             }
         }
+    }
+
+    /// `\log_b x`, `\ln x`, `\lg x`, with a power (`\log^2 x`).
+    fn log(&mut self, name: &str) -> Res<Item> {
+        let base = if name == "log" && self.eat(&Tok::P('_')) {
+            Some(one_val(self.arg()?)?)
+        } else {
+            None
+        };
+        let power = self.fn_power()?;
+        let x = self.fn_arg()?;
+        let mut out: Vec<Val> = x.iter().map(|v| v.map(|_| None, C::ln)).collect();
+        if name == "lg" {
+            let ten = Val::float(C::real(10f64.ln()));
+            out = combine(&out, &[ten], Val::div)?;
+        }
+        if let Some(b) = base {
+            let lb: Vec<Val> = b.iter().map(|v| v.map(|_| None, C::ln)).collect();
+            out = combine(&out, &lb, Val::div)?;
+        }
+        Ok(Item::Val(apply_power(out, power.as_ref())?))
+    }
+
+    /// Any other command: a trigonometric function, a decorated symbol, a Greek letter, an angle.
+    fn named(&mut self, name: &str) -> Res<Item> {
+        let one = |v: Val| Ok(Item::Val(vec![v]));
+        if let Some(f) = trig(name) {
+            let power = self.fn_power()?;
+            let x = self.fn_arg()?;
+            let out: Vec<Val> = x.iter().map(|v| v.map(|_| None, f)).collect();
+            return Ok(Item::Val(apply_power(out, power.as_ref())?));
+        }
+        if matches!(
+            name,
+            "overline"
+                | "bar"
+                | "hat"
+                | "vec"
+                | "tilde"
+                | "widehat"
+                | "underline"
+                | "mathbb"
+                | "mathcal"
+                | "mathfrak"
+                | "mathscr"
+                | "overrightarrow"
+                | "arc"
+                | "widearc"
+        ) {
+            return self.arg(); // a decorated symbol is its base
+        }
+        if GREEK.contains(&name) {
+            return one(self.bound(name).unwrap_or_else(|| Val::var(fnv(name))));
+        }
+        if matches!(name, "angle" | "measuredangle" | "triangle") {
+            // `\angle ABC`: a name, multiplied with the points that follow
+            return one(Val::var(fnv(name)));
+        }
+        Err(())
     }
 }
