@@ -46,7 +46,7 @@ class RewardScores:
     numeric_unparsable: float = 0.0
     numeric_missing: float = -2.5
     # check_math_answer: the answer equals the gold one under py_rewards.math_equal (the rules:
-    # reward_core/src/math/mod.rs; why Math-Verify is the reference: docs/design-facts.md)
+    # reward_core/math/src/lib.rs; why Math-Verify is the reference: docs/design-facts.md)
     math_correct: float = 5.0
     math_wrong: float = -2.5
     math_missing: float = -2.0  # no marked answer: no solution tags, no closed box, no answer phrase

@@ -1,5 +1,5 @@
 """py_rewards.math_equal / math_equal_batch / check_math_answer: the Python surface of the
-Rust verifier. Rules and their tables live in reward_core/src/math (cargo test); here: the binding's
+Rust verifier. Rules and their tables live in reward_core/math (cargo test); here: the binding's
 contract (never raises on bad input, batch = scalar, GIL released), the reward, properties.
 `test_grpo_config_resolves_check_math_answer` (cli/train/rewards.py) belongs in
 tests/test_training_rewards.py; it stays here while that file is being edited on another branch.
@@ -130,7 +130,7 @@ def test_batch_releases_the_gil() -> None:
 
 
 def test_adversarial_latex_is_linear() -> None:
-    # Just under the 1 MiB an answer is read up to (reward_core/src/math lex::MAX_LEN): judged in
+    # Just under the 1 MiB an answer is read up to (reward_core/math lex::MAX_LEN): judged in
     # milliseconds (bench/bench_math.py measures it); quadratic work on these would take far longer than
     # the per-test timeout, which is what fails a super-linear verifier (no clock is read here).
     n = 900_000

@@ -39,7 +39,7 @@ class Scores:
     correct: list[bool]
     source: str = ""
     # The marked answer (solution tags, else the boxes, else an answer phrase) equals the gold one
-    # under py_rewards.math_equal (rules: reward_core/src/math/mod.rs).
+    # under py_rewards.math_equal (rules: reward_core/math/src/lib.rs).
     math_correct: list[bool] = field(default_factory=list)
     # The last number anywhere in the completion equals the gold answer (no format needed).
     lenient_correct: list[bool] = field(default_factory=list)

@@ -6,10 +6,9 @@
 //! Normalising every relation to (label, value) is what keeps equality transitive:
 //! `-2 \le x \le 7`, `x \in [-2, 7]` and `[-2, 7]` all read as the value `[-2, 7]`.
 
-use super::cmp::item_eq;
-use super::lex::Tok;
-use super::num::{val_eq, Val, C};
-use super::parse::{Item, Rel, GREEK};
+use crate::cmp::item_eq;
+use crate::num::{val_eq, Val, C};
+use crate::types::{Item, Rel, Tok, GREEK};
 
 /// Most items of a list that are grouped into labelled tuples (the grouping is quadratic).
 const MAX_GROUPED: usize = 64;
@@ -42,11 +41,15 @@ pub fn reading(
         let last = &sides[n - 1];
         // `5x - 7y + 11z + 4 = 0`, `x + y + z = 0`: an equation in standard form, not a value
         let standard_form = n == 2 && is_zero(last) && matches!(kinds[0], Label::No | Label::Sum);
-        // the label: a label-like first side, the last of a single `3 = x`, or the first side of a
-        // computation that ends in a constant (`2y_1 + 2y_2 = 40`, `f(3) = f(-3) + 6 = 8`)
+        // the label: a label-like first side (`f(3) = f(-3) + 6 = 8`), the first side of a
+        // computation, a chain of three sides or more that ends in a constant
+        // (`\pi r^2 = 16\pi \approx 50.27`, `z + \frac1z = \frac{-z^2}{z^2} = -1`),
+        // or the last of a single `3 = x`. An equation with variables is not its right-hand
+        // side: `2x + z = 5` has no label (a coefficient is no name), it is an equation, not `5`.
+        let computation = n >= 3 && !constant(&sides[0]) && constant(last);
         let (label, lone, values): (Option<&Item>, bool, Vec<&Item>) = if standard_form {
             (None, false, sides.iter().collect())
-        } else if labels[0] || (!constant(&sides[0]) && constant(last)) {
+        } else if labels[0] || computation {
             (Some(&sides[0]), lones[0], sides[1..].iter().collect())
         } else if n == 2 && labels[1] {
             (Some(&sides[1]), lones[1], vec![&sides[0]])
@@ -130,7 +133,7 @@ fn const_val(item: &Item) -> Option<&Val> {
 fn constant(item: &Item) -> bool {
     match item {
         Item::Val(v) => v.iter().all(|x| !x.vars),
-        Item::Text(_) | Item::Ratio(_) => true,
+        Item::Text(_) | Item::Ratio(_) | Item::Time(..) => true,
         Item::Tuple(v) | Item::Set(v) | Item::Union(v) | Item::Alt(v) => v.iter().all(constant),
         Item::Interval { lo, hi, .. } => constant(lo) && constant(hi),
         Item::Matrix(rows) => rows.iter().flatten().all(constant),

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use memchr::memmem::{Finder, FinderRev};
 
-use super::lex::MAX_LEN;
+use crate::lex::MAX_LEN;
 
 /// Most segments one answer is made of (`\boxed{1}, \boxed{2}, …`); further ones are dropped.
 pub const MAX_SEGMENTS: usize = 64;
@@ -323,8 +323,8 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
     let mut out = Vec::new();
     // The next `\]`, `\)`, `$$`, newline, `\end{align*}`… at or after the search position (searched once each: the position
     // only grows, so a found one stays the next until passed, and a missing one stays missing).
-    let mut next: [Option<Option<usize>>; 4 + DISPLAY_ENVS.len()] = [None; 4 + DISPLAY_ENVS.len()];
-    let mut finders: [Option<Finder<'static>>; 4 + DISPLAY_ENVS.len()] = Default::default();
+    let mut next: [Option<Option<usize>>; BLANK + 1] = [None; BLANK + 1];
+    let mut finders: [Option<Finder<'static>>; BLANK + 1] = Default::default();
     let mut find = |k: usize, pat: &'static str, from: usize| -> Option<usize> {
         match next[k] {
             Some(None) => return None,
@@ -382,6 +382,10 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
             i += open; // `\( … \)` is inline: within one line
             continue;
         }
+        if kind < 4 && find(BLANK, "\n\n", i + open).is_some_and(|nl| nl < k) {
+            i += open; // no math but an environment spans a paragraph break (LaTeX forbids it)
+            continue;
+        }
         out.push(Seg {
             start: i,
             end: k + close.len(),
@@ -392,6 +396,9 @@ pub fn math_segments(s: &str) -> Vec<Seg> {
     }
     out
 }
+
+/// The search slot of the next blank line in [`math_segments`] (after those of the closings).
+const BLANK: usize = 4 + DISPLAY_ENVS.len();
 
 /// Display environments (`\begin{align*}`…): the text after `\begin` and the closing command.
 const DISPLAY_ENVS: [(&str, &str); 10] = [
@@ -446,7 +453,8 @@ fn segment_chain<'a>(s: &'a str, segs: &[Seg], k: usize) -> Vec<Piece<'a>> {
     while j > 0 && out.len() < MAX_SEGMENTS {
         let (prev, next) = (segs[j - 1], segs[j]);
         let gap = &s[prev.end..next.start];
-        if gap.trim().is_empty() || !is_connector(gap) {
+        // (a paragraph break ends the answer: segments of two paragraphs are never one)
+        if gap.trim().is_empty() || !is_connector(gap) || gap.contains("\n\n") {
             break;
         }
         out.push(prev.piece(s));
@@ -610,6 +618,10 @@ fn run_char(b: &[u8], i: usize) -> bool {
     c.is_ascii_digit()
         || b",+-*/^()=%$ ".contains(&c)
         || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        || (c == b':' // a clock time or a ratio (`3:00`, `7:32`)
+            && i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.get(i + 1).is_some_and(u8::is_ascii_digit))
 }
 
 /// The last run of numbers and arithmetic in `s[from..to]` outside skipped ranges, trimmed to
@@ -824,10 +836,13 @@ fn anchored<'a>(
         return None;
     }
     // math in the sentence, not far after the phrase
-    if let Some(k) = segs
-        .iter()
-        .position(|g| g.start >= start && g.start < end && g.start - start <= 40)
-    {
+    // (a segment that only names a variable is a mention: `Final Answer: The largest $n$ is 34.`)
+    if let Some(k) = segs.iter().position(|g| {
+        g.start >= start
+            && g.start < end
+            && g.start - start <= 40
+            && !is_mention(&s[g.inner.0..g.inner.1])
+    }) {
         let mut out = vec![segs[k].piece(s)];
         let mut j = k;
         while j + 1 < segs.len() && out.len() < MAX_SEGMENTS {

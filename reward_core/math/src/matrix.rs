@@ -1,8 +1,8 @@
 //! Matrix arithmetic for answers such as `\begin{pmatrix}1\\2\end{pmatrix} + 2\begin{pmatrix}…\end{pmatrix}`:
 //! sums, scalar multiples and products of matrices whose cells are single values, bounded in size.
 
-use super::num::Val;
-use super::parse::{Item, Res};
+use crate::num::Val;
+use crate::types::{Item, Res};
 
 /// Most multiplications one matrix product may take (rows × inner × columns).
 const MAX_PRODUCT: usize = 1024;

@@ -18,15 +18,20 @@
 //!   `\{1, 2\}`. An empty or unclosed last box is no answer, whatever the prose says.
 //! - Else the last **answer phrase**: the word `answer` before `:`, `=`, `is`, `would be`, or math
 //!   (`The final answer is $5$`, `Answer: 12 apples`, `Answer \[ 9 \]`, `**Answer:**`), or `####`.
-//!   Its answer is the math right after it (with the segments connectors join to it), else the first
-//!   number of its sentence, else the sentence. `to check our answer, we …` is no phrase.
+//!   Its answer is the math right after it (with the segments connectors join to it; a segment
+//!   that only names a variable is a mention: `Final Answer: The largest $n$ is 34.` states `34`),
+//!   else the first number of its sentence, else the sentence. `to check our answer, we …` is no
+//!   phrase.
 //! - Else, in prose, the **last** math segment or number run, whichever comes last. Segments are
-//!   `$…$`, `$$…$$`, `\(…\)`, `\[…\]`, `\begin{align*}…` (inline ones within one line); a segment
+//!   `$…$`, `$$…$$`, `\(…\)`, `\[…\]`, `\begin{align*}…` (inline ones within one line; none but
+//!   an environment across a paragraph break, a blank line, which LaTeX forbids in math; segments
+//!   of two paragraphs are never joined into one answer); a segment
 //!   that only names a variable (`The largest $n$ is 34.`) is a mention, not an answer. A `$`
 //!   before a digit is money unless it closes like math (`$10,200 + $255 = $10,455`). Display math
 //!   states its last line (`… \\ &= 6 - 5i`). Number runs skip `\text{}` asides. Segments of prose
 //!   joined by connectors are one set only when they read alike (the same label, or the same
-//!   shape): `$x = 1$ or $x = 2$` is a set, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer.
+//!   shape): `$x = 1$ or $x = 2$` is a set, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer,
+//!   and `Then $c = 14,$ and $a_1 = 504.$` states `504`.
 //!   A text with no box, phrase, segment or prose (two plain words in a row) is its own answer.
 //! - Up to three plain words after a final number go (`12 apples` = `12`), and a `\text{…}` after
 //!   a value (`7 \text{ marbles}` = `7`).
@@ -69,12 +74,22 @@
 //!   `4.6666670` = `\frac{14}{3}`, `0.33` ≠ `\frac13`, `3.141593` = `\pi`), like Math-Verify's 6-place
 //!   rounding of floats but never coarser than what was written (`0.5468751` ≠ `\frac{35}{64}`).
 //! - Percent: `x\%` equals both `x` and `x/100` (`10\%` = `10` = `0.1`, `237.5\%` = `237.5`).
-//! - Mixed numbers: an integer followed by `\frac{p}{q}` is their sum (`1\frac{4}{5}` = `\frac95`).
+//! - Mixed numbers are mixed numbers: an integer followed by `\frac{p}{q}`, or in plain text by
+//!   spaces and `p/q`, is their sum (`1\frac{4}{5}` = `\frac95`; `2 2/3` = `\frac83` =
+//!   `2\frac{2}{3}`, never `2`, `\frac43` or `\frac23`; `-2 2/3` = `-\frac83`).
+//! - Integers of any size compare exactly: one past the exact field (`i128`, 36 digits) is a value
+//!   named by its digits, and an exact power past it (`2^{200}`) one named by its base and
+//!   exponent, each equal to itself only (`10…01` ≠ `10…02`, `2^{200}` ≠ `2^{200} + 1`).
 //! - Expressions with variables are compared at three fixed sample points (each variable gets a
 //!   fixed irrational-looking value per point), so any algebraic rewrite is equal
 //!   (`(a+5)(b+2)` = `ab+2a+5b+10`, `\cot x` = `\frac{\cos x}{\sin x}`), different functions not.
 //! - `±`/`∓` expand to both values, which then form a set (`3 \pm 2\sqrt2` = `3+2\sqrt2, 3-2\sqrt2`).
 //! - Ratios: `a : b` is `a/b` (`7:32` = `\frac{7}{32}`); `a : b : c` compares scaled to its first part.
+//! - Clock times are times: `h:mm` and `h:mm:ss` (an hour up to 24, two-digit minutes and seconds
+//!   up to 59), with an optional `am` / `pm` mark (`4:30 p.m.`). Two times are equal when they
+//!   name the same time of day (`3:00 PM` = `15:00`; `4:30` without a mark = `4:30 am` = `4:30
+//!   pm`), never as ratios (`12:00` ≠ `1:00`, `1:20` ≠ `2:40`, `12:00` ≠ `12`); a time against
+//!   anything but a time is read as its ratio (`7:32` = `\frac{7}{32}`); `19:60` is a ratio.
 //! - Matrices (`pmatrix`, `bmatrix`, `array`) compare shape and cells; sums, differences, scalar
 //!   multiples, products and powers up to 8 of matrices are evaluated first.
 //! - `\sum_{k=a}^{b}` / `\prod` of the product after them: term by term for integer limits (up to
@@ -105,9 +120,14 @@
 //!   matches another whatever the order of its labels (`y = 2, x = 1` = `(x, y) = (1, 2)`).
 //! - A chain of `=` / `\approx` that ends in a constant states that final value, and also each
 //!   earlier side that agrees with it (`\frac{6}{2} = 3` = `3`; `2\sqrt3 \approx 3.46` = `2\sqrt3`
-//!   and = `3.46`; `15 + 75 = 120` = `120`); its first side labels it when it is an expression
-//!   (`f(3) = f(-3) + 6 = 8`, `2y_1 + 2y_2 = 40`). An equation in standard form (`5x-7y+11z+4=0`,
-//!   `x + y + z = 0`) is an equation, not `0`. A chain of equal expressions states its last side.
+//!   and = `3.46`; `15 + 75 = 120` = `120`); its first side labels it when it is a label
+//!   (`f(3) = f(-3) + 6 = 8`), or when the chain has three sides or more, a computation
+//!   (`\pi r^2 = 16\pi \approx 50.27` = `16\pi`, `z + \frac1z = \frac{-z^2}{z^2} = -1` = `-1`). **An equation with variables is
+//!   not its right-hand side**: `2x + z = 5`, `3x = 6`, `x + 3 = 5` ≠ `5` (a number outside a
+//!   subscript or exponent makes the left side no label; so `2y_1 + 2y_2 = 40` ≠ `40` too, which
+//!   a solution may mean as a computed value). An equation in standard form
+//!   (`5x-7y+11z+4=0`, `x + y + z = 0`) is an equation, not `0`. A chain of equal expressions
+//!   states its last side.
 //!   When a whole answer does not parse, the part after its last top-level `=` is read.
 //! - A list of labelled values with distinct labels is one labelled tuple (`AB = 4, CD = 5` =
 //!   `4, 5`); a label seen again starts the next one, and tuples or values under one label form a
@@ -116,8 +136,14 @@
 //! - Relations that have no such reading (`2x + 3y = 6`, `x^2 + y^2 = 25`) are equal when `lhs −
 //!   rhs` of one is a non-zero constant multiple of the other's (`5x-7y+11z+4=0` = `10x-14y+22z+8=0`),
 //!   inequalities with a positive multiple (`x > 1` = `1 < x`).
+//! - A bound on an absolute value is the relation it states on its variable: `|x - a| \le c` is
+//!   `a - c \le x \le a + c`, `|x| > c` is `x \in (-\infty, -c) \cup (c, \infty)` (`|z| < 3` =
+//!   `-3 < z < 3` = `z \in (-3, 3)`).
 //!
 //! # What is not accepted, and why
+//! - A clock time read as a ratio against another time (`1:20` ≠ `2:40`), and an equation with
+//!   variables against its right-hand side (`2x + z = 5` ≠ `5`): the same text is a question as
+//!   often as an answer.
 //! - Several answers against one: `\boxed{3}, \boxed{4}` ≠ `4` and `\boxed{3 \text{ or } 4}` ≠ `4`
 //!   (listing candidates must not pay), including boxes a solution offers as alternatives ("either
 //!   point is correct"): a set is a set.
@@ -128,7 +154,7 @@
 //!   13,000 tokens to read again), labels permuted against an unlabelled tuple (`(q,p) = (2,3)` ≠
 //!   `(3,2)`: nothing says the gold is `(p, q)`), `and` of inequalities as an intersection
 //!   (`x \ge 2 \text{ and } x \le 7` is a list of two intervals).
-//! - Collections of more than [`parse::MAX_ITEMS`] (64) elements, and two collections that take
+//! - Collections of more than [`types::MAX_ITEMS`] (64) elements, and two collections that take
 //!   more than [`cmp::MAX_COMPARISONS`] comparisons to match without order: a set of 40 against
 //!   itself reversed is equal (~2.4K comparisons), 25 sets of 25 against them reversed are not
 //!   (MATH's longest lists have about ten elements). The same text is still equal.
@@ -142,12 +168,21 @@
 //! is 621, of 3,782 model completions 663; long display math counts from where its last line
 //! starts) is not read as math: it equals only the same text. In an
 //! answer, groups nest at most [`parse::MAX_DEPTH`] deep; a `±` expression expands to at most 8
-//! values; collections hold at most [`parse::MAX_ITEMS`] elements (lists of at most 64 are grouped
+//! values; collections hold at most [`types::MAX_ITEMS`] elements (lists of at most 64 are grouped
 //! by label); at most 64 boxes or segments join; exact values have at most 16 terms of `i128`
 //! rationals and integer powers up to 256 (beyond, the floating-point samples decide); sums term by
 //! term and matrix products share one budget of 4,096 steps per answer, and comparing two answers
 //! one of 4,096 comparisons of their parts. Past a limit the answer is not parsed (or the
 //! comparison is not equal) and only its normalised text can make it equal.
+//!
+//! # Modules
+//! One pipeline, each stage a module that depends only on the ones after it: [`extract`] (where
+//! the answer is) → [`lex`] (tokens, [`normalize`]) → [`parse`] (structure and values; its parts:
+//! relations and ratios, sums and products, primaries, commands, values) → [`reading`] (relations
+//! as labelled values) → [`cmp`] (the comparison rules) → [`num`] (exact and sampled values);
+//! [`matrix`] is matrix arithmetic. [`types`] is the leaf of shared types (tokens, items, relations,
+//! clock times) that keeps the graph free of cycles. Benches: `cargo bench -p math_equal`. The
+//! false-positive property test: `tests/never_equal.rs`.
 
 // Arithmetic reads best with short names and inherent `add`/`mul` on plain-data numbers (no
 // operator traits: these ops are partial). Casts are between sample floats and small integers.
@@ -171,10 +206,11 @@ pub mod matrix;
 pub mod num;
 pub mod parse;
 pub mod reading;
+pub mod types;
 
 use cmp::item_eq;
-use lex::Tok;
-use parse::{Item, Parser};
+use parse::Parser;
+use types::{Item, Tok};
 
 /// The tokens of the answer of `s` (see [`extract`]): several pieces are joined by commas into
 /// one list — always for boxes; for math segments of prose only when they read alike (`$x = 1$
@@ -239,6 +275,7 @@ fn shape(item: &Item) -> u8 {
         Item::Set(_) | Item::Union(_) => 5,
         Item::Text(_) => 6,
         Item::Matrix(_) | Item::Ratio(_) => 7,
+        Item::Time(..) => 8,
     }
 }
 
@@ -311,6 +348,9 @@ pub fn parse_answer(s: &str) -> Option<Item> {
 /// The parsed answer; when the whole does not parse, the part after its last top-level `=`
 /// (`(1-2) + \dots + (99-100) = 50(-1) = -50` states `-50`).
 fn parse_tokens(toks: &[Tok]) -> Option<Item> {
+    if let Some(t) = abs_bound(toks) {
+        return Parser::new(&t).answer().ok();
+    }
     if let Ok(item) = Parser::new(toks).answer() {
         return Some(item);
     }
@@ -328,6 +368,82 @@ fn parse_tokens(toks: &[Tok]) -> Option<Item> {
     }
     let rest = &toks[last_eq? + 1..];
     Parser::new(rest).answer().ok()
+}
+
+/// A bound on an absolute value, `|x - a| \le c` (`<`, `\ge`, `>`; `|x|`, `|x + a|`), written as
+/// the relation on `x` it is: `a - c \le x \le a + c`, or for a lower bound `x \in (-\infty,
+/// a - c] \cup [a + c, \infty)`. So `|z| < 3` = `-3 < z < 3` = `z \in (-3, 3)`.
+fn abs_bound(toks: &[Tok]) -> Option<Vec<Tok>> {
+    let [Tok::P('|'), var @ Tok::Letter(_), rest @ ..] = toks else {
+        return None;
+    };
+    let close = rest.iter().position(|t| *t == Tok::P('|'))?;
+    let (shift, after) = (&rest[..close], &rest[close + 1..]);
+    let (op, bound) = after.split_first()?;
+    let (upper, strict) = match op {
+        Tok::Cmd(c) if c == "le" => (true, false),
+        Tok::Cmd(c) if c == "ge" => (false, false),
+        Tok::P('<') => (true, true),
+        Tok::P('>') => (false, true),
+        _ => return None,
+    };
+    let plain = |ts: &[Tok]| {
+        !ts.is_empty()
+            && ts.iter().all(|t| {
+                !matches!(t, Tok::P('|' | '=' | '<' | '>' | ',') | Tok::Cmd(_))
+                    || matches!(t, Tok::Cmd(c) if matches!(c.as_str(), "frac" | "sqrt" | "pi"))
+            })
+    };
+    // the centre: `|x - a|` is `a`, `|x + a|` is `-a`, `|x|` is 0
+    let centre: Vec<Tok> = match shift.split_first() {
+        None => vec![Tok::Num {
+            int: "0".into(),
+            frac: String::new(),
+            point: false,
+        }],
+        Some((Tok::P(sign @ ('-' | '+')), a)) if plain(a) => {
+            let mut c = vec![Tok::P('-'), Tok::P('(')];
+            c.extend_from_slice(a);
+            c.push(Tok::P(')'));
+            if *sign == '-' {
+                c.drain(..1);
+            }
+            c
+        }
+        _ => return None,
+    };
+    if !plain(bound) {
+        return None;
+    }
+    let end = |sign: char| {
+        let mut e = vec![Tok::P('(')];
+        e.extend_from_slice(&centre);
+        e.extend([Tok::P(')'), Tok::P(sign), Tok::P('(')]);
+        e.extend_from_slice(bound);
+        e.push(Tok::P(')'));
+        e
+    };
+    let (lo, hi) = (end('-'), end('+'));
+    let mut out = Vec::with_capacity(2 * lo.len() + 12);
+    if upper {
+        let op = if strict {
+            Tok::P('<')
+        } else {
+            Tok::Cmd("le".into())
+        };
+        out.extend(lo);
+        out.extend([op.clone(), var.clone(), op]);
+        out.extend(hi);
+    } else {
+        let (open, close) = if strict { ('(', ')') } else { ('[', ']') };
+        out.extend([var.clone(), Tok::Cmd("in".into()), Tok::P('('), Tok::P('-')]);
+        out.extend([Tok::Cmd("infty".into()), Tok::P(',')]);
+        out.extend(lo);
+        out.extend([Tok::P(close), Tok::Cmd("cup".into()), Tok::P(open)]);
+        out.extend(hi);
+        out.extend([Tok::P(','), Tok::Cmd("infty".into()), Tok::P(')')]);
+    }
+    Some(out)
 }
 
 /// Longest answer (the text of its pieces, in bytes) that is read as math. The longest answer of
@@ -466,21 +582,6 @@ fn text_key(toks: &[Tok]) -> Option<String> {
         }
     }
     (!key.is_empty()).then_some(key)
-}
-
-/// [`math_equal`] over pairs, in parallel when enabled (see [`crate::parallel`]).
-pub fn math_equal_batch(preds: &[&str], golds: &[&str]) -> Result<Vec<bool>, crate::Error> {
-    if preds.len() != golds.len() {
-        return Err(crate::Error::LengthMismatch {
-            what: "gold",
-            expected: preds.len(),
-            got: golds.len(),
-        });
-    }
-    let total = preds.iter().chain(golds).map(|s| s.len()).sum();
-    Ok(crate::parallel::map_indices(preds.len(), total, |i| {
-        math_equal(preds[i], golds[i])
-    }))
 }
 
 /// The answer a completion gives: the text between the last `solution_start` and the

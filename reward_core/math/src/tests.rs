@@ -602,3 +602,73 @@ fn synonym_names_are_mapped() {
         assert!(lex::synonym(name).is_some(), "{name}");
     }
 }
+
+/// The shapes a false positive came from (clock times, equations against their right side, math
+/// across a paragraph break, mixed numbers, integers past any machine number), and the answer
+/// shapes around them that must still be equal.
+#[test]
+fn clock_times_mixed_numbers_equations_and_big_integers() {
+    let big = format!("1{}1", "0".repeat(320));
+    let big2 = format!("1{}2", "0".repeat(320));
+    let unequal: &[(&str, &str)] = &[
+        ("12:00", "1:00"), // clock times are times, not ratios
+        ("3:00", "5:00"),
+        ("1:20", "2:40"),
+        ("12:00", "12"),
+        ("3:00 PM", "3:00 AM"),
+        ("4:51:06", "4:51:07"),
+        ("\\boxed{10:30}", "10:45"),
+        ("5", "2x + z = 5"), // an equation with variables is not its right side
+        ("c", "2x + z = c"),
+        ("6", "3x = 6"),
+        ("2x+z", "2x+z=5"),
+        ("1 1/2", "1/2"), // mixed numbers
+        ("2 2/3", "2"),
+        ("2 2/3", "4/3"),
+        ("2 2/3", "2/3"),
+        ("-2 2/3", "-4/3"),
+        (&big, &big2), // integers of any size compare exactly
+        (
+            "123456789012345678901234567890123456789012",
+            "123456789012345678901234567890123456789013",
+        ),
+        ("2^{200}", "2^{200} + 1"),
+        ("|x| \\le 3", "[-3, 4]"),
+        ("x = 1 and y = 2", "(2, 1)"),
+        // math does not span a paragraph break
+        ("Cost is $$5 and more.\n\nSo $$x = 7$$ hmm", "5"),
+    ];
+    for (a, b) in unequal {
+        assert!(!math_equal(a, b), "{a} = {b}");
+        assert!(!math_equal(b, a), "{b} = {a}");
+    }
+    let equal: &[(&str, &str)] = &[
+        ("12:00", "12:00"),
+        ("3:00 PM", "15:00"),
+        ("4:30p.m.", "4:30 PM"),
+        ("\\text{4:30 p.m.}", "16:30"),
+        ("05:00", "5:00"),
+        ("7:32", "\\frac{7}{32}"), // a time against a value is a ratio
+        ("The meeting starts at 3:00.", "3:00"),
+        ("2 2/3", "8/3"),
+        ("2 2/3", "2\\frac{2}{3}"),
+        ("-2 2/3", "-\\frac83"),
+        ("1 1/2 cups", "1.5"),
+        (&big, &big),
+        ("x = 3", "3"),
+        ("m+n = 17", "17"),
+        ("\\pi r^2 = 16\\pi \\approx 50.27", "16\\pi"),
+        ("Final Answer: The largest $n$ is 34.", "34"),
+        ("|z| < 3", "z \\in (-3, 3)"),
+        ("|z| \\le 3", "-3 \\le z \\le 3"),
+        ("|x-2| \\le 5", "[-3, 7]"),
+        ("|z| > 3", "(-\\infty, -3) \\cup (3, \\infty)"),
+        ("a=2 and b=3", "a=2,b=3"),
+        ("x = 1 \\text{ and } y = 2", "(1, 2)"),
+        ("Then $c = 14,$ and $a_1 = 14 \\cdot 6^2 = 504.$", "504"),
+    ];
+    for (a, b) in equal {
+        assert!(math_equal(a, b), "{a} != {b}");
+        assert!(math_equal(b, a), "{b} != {a}");
+    }
+}

@@ -4,8 +4,8 @@
 
 use std::cell::Cell;
 
-use super::num::{proportional, val_eq, Val};
-use super::parse::{Item, Rel, MAX_ITEMS};
+use crate::num::{proportional, val_eq, Val};
+use crate::types::{Item, Rel, MAX_ITEMS};
 
 /// Most labels of a labelled tuple matched up to their order (`y = 2, x = 1` against `(x, y)`).
 const MAX_PERMUTED: usize = 8;
@@ -213,7 +213,6 @@ pub fn item_eq(g: &Item, p: &Item) -> bool {
 }
 
 /// [`item_eq`] within the budget `w` (every call takes one comparison from it).
-#[allow(clippy::too_many_lines)] // one match over pairs of kinds
 fn eq(g: &Item, p: &Item, w: &Work) -> bool {
     use Item::{Alt, Interval, Labelled, Matrix, Ratio, Relation, Set, Text, Tuple, Union};
     if !w.take() {
@@ -249,6 +248,10 @@ fn eq(g: &Item, p: &Item, w: &Work) -> bool {
             _ => unordered_eq(&elements(&val_items(a), w), &elements(&val_items(b), w), w),
         },
         (Text(a), Text(b)) => a == b,
+        // clock times are times (`12:00` ≠ `1:00`); a time against anything else is its ratio
+        (Item::Time(a, _), Item::Time(b, _)) => a.same(*b),
+        (Item::Time(_, r), _) => eq(r, p, w),
+        (_, Item::Time(_, r)) => eq(g, r, w),
         (Ratio(a), Ratio(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| val_eq(x, y)),
         (Tuple(a), Tuple(b)) => ordered_eq(a, b, w),
         (Tuple(a), Set(b)) | (Set(b), Tuple(a)) => {

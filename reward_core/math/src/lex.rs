@@ -7,34 +7,10 @@
 
 use std::fmt::Write as _;
 
+use crate::types::{Tok, GREEK};
+
 /// Most bytes looked at in one answer; longer answers are judged on their text alone.
 pub const MAX_LEN: usize = 1 << 20;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tok {
-    /// Digits before and after the point (`.5` has an empty integer part); `point` when a `.` was written.
-    Num {
-        int: String,
-        frac: String,
-        point: bool,
-    },
-    /// A letter (lower-cased: MATH answers do not tell `R` from `r`).
-    Letter(char),
-    /// A word of two or more letters from inside `\text{…}` (lower-cased).
-    Word(String),
-    /// A command `\name` (after synonyms are mapped).
-    Cmd(String),
-    /// Punctuation: `+ - * / ^ _ ( ) [ ] { } , = < > | ! & ; '`
-    P(char),
-    SetOpen,
-    SetClose,
-    RowSep,
-    Percent,
-    Begin(String),
-    End(String),
-    /// A dropped unit word (internal; never in [`tokenize`]'s output).
-    Unit,
-}
 
 /// Words dropped as units (with a following `^2`/`^3`), from MATH answers such as `15\mbox{ cm}^2`.
 const UNITS: &[&str] = &[
@@ -424,11 +400,7 @@ fn is_drop_cmd(name: &str) -> bool {
 /// Whether `\name` is a command this verifier knows (so it is read whole, not split).
 fn known_command(name: &str) -> bool {
     static SET: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
-    names(
-        &SET,
-        &[KNOWN, TEXT_CMDS, DROP_CMDS, super::parse::GREEK, SYNONYMS],
-    )
-    .has(name)
+    names(&SET, &[KNOWN, TEXT_CMDS, DROP_CMDS, GREEK, SYNONYMS]).has(name)
 }
 
 pub(crate) fn synonym(name: &str) -> Option<Tok> {
@@ -493,7 +465,6 @@ pub fn last_boxed(text: &str) -> Option<&str> {
 }
 
 /// Tokens of one answer (see the module docs). Never fails: unknown characters become `P(c)`.
-#[allow(clippy::too_many_lines)] // one scanner, read top to bottom
 pub fn tokenize(src: &str) -> Vec<Tok> {
     let src = if src.len() > MAX_LEN {
         let mut end = MAX_LEN;
@@ -504,314 +475,370 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
     } else {
         src
     };
-    let chars: Vec<char> = src.chars().collect();
-    let n = chars.len();
-    let mut out: Vec<Tok> = Vec::with_capacity(n / 2 + 1);
-    // Brace kinds: true = a text group (its braces are not emitted).
-    let mut braces: Vec<bool> = Vec::new();
-    let mut bracket_depth = 0usize; // ( [ \{ nesting, for thousands separators
-    let mut word = String::new();
-    let mut skip_close = 0usize; // `}` to drop after `^{\circ}`
-    let mut envs = 0usize; // open `\begin{…}` environments
-    let mut i = 0;
-    let in_text = |b: &Vec<bool>| b.last().copied().unwrap_or(false);
+    let mut lexer = Lexer::new(src);
+    while lexer.i < lexer.chars.len() {
+        lexer.step();
+    }
+    lexer.flush_word();
+    drop_units(lexer.out)
+}
 
-    macro_rules! flush_word {
-        () => {
-            if !word.is_empty() {
-                let w = std::mem::take(&mut word);
-                push_word(&mut out, w);
-            }
-        };
+/// The tokenizer's state: one forward pass over the characters of an answer.
+struct Lexer {
+    chars: Vec<char>,
+    /// The next character to read.
+    i: usize,
+    out: Vec<Tok>,
+    /// Brace kinds: true = a text group (its braces are not emitted).
+    braces: Vec<bool>,
+    /// `(` `[` `\{` nesting, for thousands separators.
+    bracket_depth: usize,
+    /// The word being read inside `\text{…}`.
+    word: String,
+    /// `}` to drop after `^{\circ}`.
+    skip_close: usize,
+    /// Open `\begin{…}` environments.
+    envs: usize,
+}
+
+impl Lexer {
+    fn new(src: &str) -> Lexer {
+        let chars: Vec<char> = src.chars().collect();
+        let out = Vec::with_capacity(chars.len() / 2 + 1);
+        Lexer {
+            chars,
+            i: 0,
+            out,
+            braces: Vec::new(),
+            bracket_depth: 0,
+            word: String::new(),
+            skip_close: 0,
+            envs: 0,
+        }
     }
 
-    while i < n {
-        let c = chars[i];
+    fn in_text(&self) -> bool {
+        self.braces.last().copied().unwrap_or(false)
+    }
+
+    fn flush_word(&mut self) {
+        if !self.word.is_empty() {
+            let w = std::mem::take(&mut self.word);
+            push_word(&mut self.out, w);
+        }
+    }
+
+    /// Reads what starts at the next character: a letter of a `\text{}` word, a number, a
+    /// command, a brace, or a symbol.
+    fn step(&mut self) {
+        let c = self.chars[self.i];
         // A word character: one that lower-cases to letters only (`İ` → `i̇` has a combining mark,
         // which would not read back as part of the word), and not `π` (the constant).
         let wordy = |c: char| c.is_alphabetic() && c.to_lowercase().all(char::is_alphabetic);
-        if in_text(&braces) && wordy(c) && !matches!(c, 'π' | 'Π') {
-            word.extend(c.to_lowercase());
-            i += 1;
-            continue;
+        if self.in_text() && wordy(c) && !matches!(c, 'π' | 'Π') {
+            self.word.extend(c.to_lowercase());
+            self.i += 1;
+            return;
         }
-        flush_word!();
+        self.flush_word();
         match c {
-            _ if c.is_whitespace() || c == '$' || c == '~' => i += 1,
-            '0'..='9' | '.' => {
-                if c == '.' && !chars.get(i + 1).is_some_and(char::is_ascii_digit) {
-                    i += 1; // a full stop
-                    continue;
-                }
-                let mut int = String::new();
-                while i < n && chars[i].is_ascii_digit() {
-                    int.push(chars[i]);
-                    i += 1;
-                }
-                let mut frac = String::new();
-                let mut point = false;
-                if i < n && chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit) {
-                    point = true;
-                    i += 1;
-                    while i < n && chars[i].is_ascii_digit() {
-                        frac.push(chars[i]);
-                        i += 1;
-                    }
-                }
-                // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets, after a
-                // leading group of one to three digits, not in a denominator (`3/5,117/125` lists).
-                let grouped = int.len() <= 3 && out.last() != Some(&Tok::P('/'));
-                while !point && bracket_depth == 0 && grouped {
-                    let Some(j) = thousands_group(&chars, i) else {
-                        break;
-                    };
-                    int.extend(&chars[j..j + 3]);
-                    i = j + 3;
-                    if i < n
-                        && chars[i] == '.'
-                        && chars.get(i + 1).is_some_and(char::is_ascii_digit)
-                    {
-                        point = true;
-                        i += 1;
-                        while i < n && chars[i].is_ascii_digit() {
-                            frac.push(chars[i]);
-                            i += 1;
-                        }
-                    }
-                }
-                out.push(Tok::Num { int, frac, point });
-            }
-            '\\' => {
-                i += 1;
-                let Some(&d) = chars.get(i) else { break };
-                if !d.is_ascii_alphabetic() {
-                    if d.is_ascii_digit() {
-                        // a stray `\` before a digit: the digit stays; in a matrix, a row ends
-                        // (`\begin{pmatrix}1&0\0&1\end{pmatrix}` lost a backslash)
-                        if envs > 0 {
-                            out.push(Tok::RowSep);
-                        }
-                        continue;
-                    }
-                    i += 1;
-                    match d {
-                        '{' => {
-                            bracket_depth += 1;
-                            out.push(Tok::SetOpen);
-                        }
-                        '}' => {
-                            bracket_depth = bracket_depth.saturating_sub(1);
-                            out.push(Tok::SetClose);
-                        }
-                        '\\' => out.push(Tok::RowSep),
-                        '%' => out.push(Tok::Percent),
-                        '|' => out.push(Tok::P('|')),
-                        // `\,` `\!` `\;` `\:` `\ ` `\$` `\[` `\]` `\(` `\)` and the rest: spacing/delimiters
-                        _ => {}
-                    }
-                    continue;
-                }
-                let start = i;
-                while i < n && chars[i].is_ascii_alphabetic() {
-                    i += 1;
-                }
-                let mut name: String = chars[start..i].iter().collect();
-                if !known_command(&name) {
-                    // `\pia^2`, `\sinx`, `\leqg(x)`: a known command glued to the letters after it
-                    if let Some(k) = (2..name.len()).rev().find(|&k| known_command(&name[..k])) {
-                        name.truncate(k);
-                        i = start + k;
-                    }
-                }
-                if name == "begin" || name == "end" {
-                    let env = braced_word(&chars, &mut i);
-                    // display environments (`align*`, `equation`) only delimit: their lines and
-                    // `&` marks are read by the caller (`math::last_line`)
-                    if DISPLAY_ENVS.contains(&env.as_str()) {
-                        continue;
-                    }
-                    envs = if name == "begin" {
-                        envs + 1
-                    } else {
-                        envs.saturating_sub(1)
-                    };
-                    out.push(if name == "begin" {
-                        Tok::Begin(env)
-                    } else {
-                        Tok::End(env)
-                    });
-                    continue;
-                }
-                if is_text_cmd(&name) {
-                    let mut j = i;
-                    while j < n && chars[j].is_whitespace() {
-                        j += 1;
-                    }
-                    if j < n && chars[j] == '{' {
-                        braces.push(true);
-                        i = j + 1;
-                    }
-                    continue;
-                }
-                if is_drop_cmd(&name) {
-                    continue;
-                }
-                if name == "circ" || name == "degree" {
-                    // `^\circ`, `^{\circ}`: drop the power too.
-                    if out.last() == Some(&Tok::P('^')) {
-                        out.pop();
-                    } else if out.len() >= 2
-                        && out[out.len() - 1] == Tok::P('{')
-                        && out[out.len() - 2] == Tok::P('^')
-                    {
-                        out.truncate(out.len() - 2);
-                        braces.pop();
-                        skip_close += 1;
-                    }
-                    continue;
-                }
-                if name == "boxed" || name == "fbox" {
-                    continue; // an inner \boxed is transparent
-                }
-                out.push(synonym(&name).unwrap_or(Tok::Cmd(name)));
-            }
-            '{' if !in_text(&braces) && comma_group(&chars, i).is_some() => {
+            _ if c.is_whitespace() || c == '$' || c == '~' => self.i += 1,
+            '0'..='9' | '.' => self.number(c),
+            '\\' => self.backslash(),
+            '{' if !self.in_text() && comma_group(&self.chars, self.i).is_some() => {
                 // `6,8{,}10`: `{,}` not between thousands is a comma
-                i = comma_group(&chars, i).unwrap_or(i + 1);
-                push_comma(&mut out);
+                self.i = comma_group(&self.chars, self.i).unwrap_or(self.i + 1);
+                push_comma(&mut self.out);
             }
             '{' => {
-                if in_text(&braces) {
-                    braces.push(true);
+                if self.in_text() {
+                    self.braces.push(true);
                 } else {
-                    braces.push(false);
-                    out.push(Tok::P('{'));
+                    self.braces.push(false);
+                    self.out.push(Tok::P('{'));
                 }
-                i += 1;
+                self.i += 1;
             }
-            '}' => {
-                i += 1;
-                if skip_close > 0 {
-                    skip_close -= 1;
-                    continue;
+            '}' => self.close_brace(),
+            _ => self.symbol(c),
+        }
+    }
+
+    /// A number (`12`, `3.5`, `.5`, `10,080`), and the fraction of a mixed number after it.
+    fn number(&mut self, c: char) {
+        if c == '.' && !self.chars.get(self.i + 1).is_some_and(char::is_ascii_digit) {
+            self.i += 1; // a full stop
+            return;
+        }
+        let mut int = String::new();
+        while self.i < self.chars.len() && self.chars[self.i].is_ascii_digit() {
+            int.push(self.chars[self.i]);
+            self.i += 1;
+        }
+        let mut frac = String::new();
+        let mut point = false;
+        if self.i < self.chars.len()
+            && self.chars[self.i] == '.'
+            && self.chars.get(self.i + 1).is_some_and(char::is_ascii_digit)
+        {
+            point = true;
+            self.i += 1;
+            while self.i < self.chars.len() && self.chars[self.i].is_ascii_digit() {
+                frac.push(self.chars[self.i]);
+                self.i += 1;
+            }
+        }
+        // Thousands separators: `12,345` / `12,\!345` / `12{,}345` outside brackets, after a
+        // leading group of one to three digits, not in a denominator (`3/5,117/125` lists).
+        let grouped = int.len() <= 3 && self.out.last() != Some(&Tok::P('/'));
+        while !point && self.bracket_depth == 0 && grouped {
+            let Some(j) = thousands_group(&self.chars, self.i) else {
+                break;
+            };
+            int.extend(&self.chars[j..j + 3]);
+            self.i = j + 3;
+            if self.i < self.chars.len()
+                && self.chars[self.i] == '.'
+                && self.chars.get(self.i + 1).is_some_and(char::is_ascii_digit)
+            {
+                point = true;
+                self.i += 1;
+                while self.i < self.chars.len() && self.chars[self.i].is_ascii_digit() {
+                    frac.push(self.chars[self.i]);
+                    self.i += 1;
                 }
-                match braces.pop() {
-                    Some(true) => {}
-                    // `{ or }` is `{,}`: a comma, as it reads back
-                    _ if out.ends_with(&[Tok::P('{'), Tok::P(',')]) => {
-                        out.truncate(out.len() - 2);
-                        push_comma(&mut out);
-                    }
-                    _ => out.push(Tok::P('}')),
+            }
+        }
+        let whole = !point && !matches!(self.out.last(), Some(Tok::P('/' | '^' | '_' | '.')));
+        self.out.push(Tok::Num { int, frac, point });
+        // `2 2/3` is a mixed number, written as `2\frac{2}{3}` (never `2 · 2/3`)
+        if let Some((p, q, end)) = whole.then(|| mixed_fraction(&self.chars, self.i)).flatten() {
+            self.out.push(Tok::Cmd("frac".into()));
+            for part in [p, q] {
+                self.out.push(Tok::P('{'));
+                self.out.push(Tok::Num {
+                    int: part,
+                    frac: String::new(),
+                    point: false,
+                });
+                self.out.push(Tok::P('}'));
+            }
+            self.i = end;
+        }
+    }
+
+    /// After a backslash: an escaped character (`\{`, `\\`, `\%`, spacing) or a command.
+    fn backslash(&mut self) {
+        self.i += 1;
+        let Some(&d) = self.chars.get(self.i) else {
+            return;
+        };
+        if !d.is_ascii_alphabetic() {
+            if d.is_ascii_digit() {
+                // a stray `\` before a digit: the digit stays; in a matrix, a row ends
+                // (`\begin{pmatrix}1&0\0&1\end{pmatrix}` lost a backslash)
+                if self.envs > 0 {
+                    self.out.push(Tok::RowSep);
                 }
+                return;
             }
-            '%' => {
-                out.push(Tok::Percent);
-                i += 1;
+            self.i += 1;
+            match d {
+                '{' => {
+                    self.bracket_depth += 1;
+                    self.out.push(Tok::SetOpen);
+                }
+                '}' => {
+                    self.bracket_depth = self.bracket_depth.saturating_sub(1);
+                    self.out.push(Tok::SetClose);
+                }
+                '\\' => self.out.push(Tok::RowSep),
+                '%' => self.out.push(Tok::Percent),
+                '|' => self.out.push(Tok::P('|')),
+                // `\,` `\!` `\;` `\:` `\ ` `\$` `\[` `\]` `\(` `\)` and the rest: spacing/delimiters
+                _ => {}
             }
-            '°' => i += 1,
-            'π' => {
-                out.push(Tok::Cmd("pi".into()));
-                i += 1;
+            return;
+        }
+        let start = self.i;
+        while self.i < self.chars.len() && self.chars[self.i].is_ascii_alphabetic() {
+            self.i += 1;
+        }
+        let mut name: String = self.chars[start..self.i].iter().collect();
+        if !known_command(&name) {
+            // `\pia^2`, `\sinx`, `\leqg(x)`: a known command glued to the letters after it
+            if let Some(k) = (2..name.len()).rev().find(|&k| known_command(&name[..k])) {
+                name.truncate(k);
+                self.i = start + k;
             }
-            '∞' => {
-                out.push(Tok::Cmd("infty".into()));
-                i += 1;
+        }
+        self.command(name);
+    }
+
+    /// A command by name: environments, text wrappers, dropped commands, degrees, synonyms.
+    fn command(&mut self, name: String) {
+        if name == "begin" || name == "end" {
+            let env = braced_word(&self.chars, &mut self.i);
+            // display environments (`align*`, `equation`) only delimit: their lines and
+            // `&` marks are read by the caller (`math::last_line`)
+            if DISPLAY_ENVS.contains(&env.as_str()) {
+                return;
             }
-            '√' => {
-                out.push(Tok::Cmd("sqrt".into()));
-                i += 1;
+            self.envs = if name == "begin" {
+                self.envs + 1
+            } else {
+                self.envs.saturating_sub(1)
+            };
+            self.out.push(if name == "begin" {
+                Tok::Begin(env)
+            } else {
+                Tok::End(env)
+            });
+            return;
+        }
+        if is_text_cmd(&name) {
+            let mut j = self.i;
+            while j < self.chars.len() && self.chars[j].is_whitespace() {
+                j += 1;
             }
-            '−' | '–' => {
-                out.push(Tok::P('-'));
-                i += 1;
+            if j < self.chars.len() && self.chars[j] == '{' {
+                self.braces.push(true);
+                self.i = j + 1;
             }
-            '·' | '×' => {
-                out.push(Tok::P('*'));
-                i += 1;
+            return;
+        }
+        if is_drop_cmd(&name) {
+            return;
+        }
+        if name == "circ" || name == "degree" {
+            // `^\circ`, `^{\circ}`: drop the power too.
+            if self.out.last() == Some(&Tok::P('^')) {
+                self.out.pop();
+            } else if self.out.len() >= 2
+                && self.out[self.out.len() - 1] == Tok::P('{')
+                && self.out[self.out.len() - 2] == Tok::P('^')
+            {
+                self.out.truncate(self.out.len() - 2);
+                self.braces.pop();
+                self.skip_close += 1;
             }
-            '≤' => {
-                out.push(Tok::Cmd("le".into()));
-                i += 1;
+            return;
+        }
+        if name == "boxed" || name == "fbox" {
+            return; // an inner \boxed is transparent
+        }
+        self.out.push(synonym(&name).unwrap_or(Tok::Cmd(name)));
+    }
+
+    fn close_brace(&mut self) {
+        self.i += 1;
+        if self.skip_close > 0 {
+            self.skip_close -= 1;
+            return;
+        }
+        match self.braces.pop() {
+            Some(true) => {}
+            // `{ or }` is `{,}`: a comma, as it reads back
+            _ if self.out.ends_with(&[Tok::P('{'), Tok::P(',')]) => {
+                self.out.truncate(self.out.len() - 2);
+                push_comma(&mut self.out);
             }
-            '≥' => {
-                out.push(Tok::Cmd("ge".into()));
-                i += 1;
-            }
-            '≠' | '≈' | '∈' | '∪' | '±' | '∓' => {
-                let name = match c {
-                    '≠' => "ne",
-                    '≈' => "approx",
-                    '∈' => "in",
-                    '∪' => "cup",
-                    '±' => "pm",
-                    _ => "mp",
-                };
-                out.push(Tok::Cmd(name.into()));
-                i += 1;
-            }
-            '÷' => {
-                out.push(Tok::P('/'));
-                i += 1;
-            }
+            _ => self.out.push(Tok::P('}')),
+        }
+    }
+
+    /// Any other character: a symbol, a relation, a separator, a letter, punctuation.
+    fn symbol(&mut self, c: char) {
+        if let Some(t) = symbol_tok(c) {
+            self.out.push(t);
+            self.i += 1;
+            return;
+        }
+        let chars = &self.chars;
+        let i = self.i;
+        match c {
+            '°' => self.i += 1,
             // ASCII relations: `<=`, `>=`, `!=` (not after a number: `5!=120` is a factorial)
             '<' | '>' | '!'
                 if chars.get(i + 1) == Some(&'=')
-                    && !(c == '!' && matches!(out.last(), Some(Tok::Num { .. } | Tok::P(')')))) =>
+                    && !(c == '!'
+                        && matches!(self.out.last(), Some(Tok::Num { .. } | Tok::P(')')))) =>
             {
                 let name = match c {
                     '<' => "le",
                     '>' => "ge",
                     _ => "ne",
                 };
-                out.push(Tok::Cmd(name.into()));
-                i += 2;
+                self.out.push(Tok::Cmd(name.into()));
+                self.i += 2;
             }
             ',' => {
-                push_comma(&mut out);
-                i += 1;
+                push_comma(&mut self.out);
+                self.i += 1;
             }
-            '&' if envs == 0 => i += 1, // an alignment mark outside a matrix
-            _ if c.is_ascii_alphabetic() && bare_join_word(&chars, i).is_some() => {
+            '&' if self.envs == 0 => self.i += 1, // an alignment mark outside a matrix
+            _ if c.is_ascii_alphabetic() && bare_join_word(chars, i).is_some() => {
                 // `19, 46, and 82`, `(11,7)or(7,11)`: a bare `and` / `or` separates items
-                i += bare_join_word(&chars, i).unwrap_or(1);
-                push_comma(&mut out);
+                self.i += bare_join_word(chars, i).unwrap_or(1);
+                push_comma(&mut self.out);
             }
-            _ if c.is_ascii_alphabetic() && bare_command(&chars, i).is_some() => {
+            _ if c.is_ascii_alphabetic() && bare_command(chars, i).is_some() => {
                 // `sqrt(2)`, `2pi`, `sin x`: a function name written without its backslash
-                let (name, len) = bare_command(&chars, i).unwrap_or(("pi", 1));
-                out.push(Tok::Cmd(name.into()));
-                i += len;
+                let (name, len) = bare_command(chars, i).unwrap_or(("pi", 1));
+                self.out.push(Tok::Cmd(name.into()));
+                self.i += len;
             }
             _ if !c.is_ascii() && greek_name(c).is_some() => {
                 // `β` is `\beta` (the constant `π` is read above)
-                out.push(Tok::Cmd(greek_name(c).unwrap_or("alpha").into()));
-                i += 1;
+                self.out
+                    .push(Tok::Cmd(greek_name(c).unwrap_or("alpha").into()));
+                self.i += 1;
             }
             _ if c.is_alphabetic() => {
                 for l in c.to_lowercase() {
                     // `Π` lower-cases to `π`, which is the constant (as a bare `π` is)
-                    out.push(match l {
+                    self.out.push(match l {
                         'π' => Tok::Cmd("pi".into()),
                         _ if l.is_alphabetic() => Tok::Letter(l),
                         _ => Tok::P(l), // a combining mark from lower-casing (`İ` → `i` + U+0307)
                     });
                 }
-                i += 1;
+                self.i += 1;
             }
             _ => {
                 match c {
-                    '(' | '[' => bracket_depth += 1,
-                    ')' | ']' => bracket_depth = bracket_depth.saturating_sub(1),
+                    '(' | '[' => self.bracket_depth += 1,
+                    ')' | ']' => self.bracket_depth = self.bracket_depth.saturating_sub(1),
                     _ => {}
                 }
-                out.push(Tok::P(c));
-                i += 1;
+                self.out.push(Tok::P(c));
+                self.i += 1;
             }
         }
     }
-    flush_word!();
-    drop_units(out)
+}
+
+/// The token of a character that stands for one (`%`, `π`, `∞`, `√`, `−`, `×`, `≤`, `±`, `÷`).
+fn symbol_tok(c: char) -> Option<Tok> {
+    let cmd = |name: &str| Some(Tok::Cmd(name.into()));
+    match c {
+        '%' => Some(Tok::Percent),
+        'π' => cmd("pi"),
+        '∞' => cmd("infty"),
+        '√' => cmd("sqrt"),
+        '−' | '–' => Some(Tok::P('-')),
+        '·' | '×' => Some(Tok::P('*')),
+        '÷' => Some(Tok::P('/')),
+        '≤' => cmd("le"),
+        '≥' => cmd("ge"),
+        '≠' => cmd("ne"),
+        '≈' => cmd("approx"),
+        '∈' => cmd("in"),
+        '∪' => cmd("cup"),
+        '±' => cmd("pm"),
+        '∓' => cmd("mp"),
+        _ => None,
+    }
 }
 
 /// A function or constant written as a bare word at `i` (`sqrt`, `pi`, `sin`, `inf`): the command
@@ -885,6 +912,38 @@ fn greek_name(c: char) -> Option<&'static str> {
 }
 
 /// A comma, unless the tokens end with one or have none (`1, and 2` is `1, 2`).
+/// The fraction of a mixed number written in plain text after its whole part: spaces, then
+/// `p/q` of plain digits that no other digit, point, power or fraction continues (`2 2/3`); the
+/// numerator, the denominator and where it ends.
+fn mixed_fraction(chars: &[char], i: usize) -> Option<(String, String, usize)> {
+    let mut j = i;
+    while chars.get(j).is_some_and(|c| *c == ' ' || *c == '\t') {
+        j += 1;
+    }
+    if j == i {
+        return None;
+    }
+    let digits = |from: usize| {
+        let k = (from..chars.len().min(from + 18))
+            .find(|&k| !chars[k].is_ascii_digit())
+            .unwrap_or(chars.len().min(from + 18));
+        (k > from).then(|| (chars[from..k].iter().collect::<String>(), k))
+    };
+    let (p, k) = digits(j)?;
+    if chars.get(k) != Some(&'/') {
+        return None;
+    }
+    let (q, end) = digits(k + 1)?;
+    if chars
+        .get(end)
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '^' | '/' | '_'))
+        || q.trim_start_matches('0').is_empty()
+    {
+        return None;
+    }
+    Some((p, q, end))
+}
+
 fn push_comma(out: &mut Vec<Tok>) {
     // (a unit mark is dropped later: what counts is the token before it)
     if !matches!(
@@ -988,8 +1047,13 @@ fn trailing_text_words(toks: &mut Vec<Tok>) {
     while start > 0 && matches!(toks[start - 1], Tok::Word(_)) {
         start -= 1;
     }
+    // (an `am` / `pm` after a clock time is part of it: `3:00 \text{ PM}`)
+    let clock_mark = matches!(&toks[start..], [Tok::Word(w)] if w == "am" || w == "pm")
+        && start >= 2
+        && toks[start - 2] == Tok::P(':');
     if start < toks.len()
         && start > 0
+        && !clock_mark
         && matches!(toks[start - 1], Tok::Num { .. } | Tok::P(')' | ']' | '}'))
     {
         toks.truncate(start);
@@ -1147,8 +1211,9 @@ pub fn render(toks: &[Tok]) -> String {
         let is_num = matches!(t, Tok::Num { .. });
         match t {
             Tok::Num { int, frac, point } => {
+                // (a thin space: a plain one before `p/q` would read back as a mixed number)
                 if prev_num {
-                    s.push(' ');
+                    s.push_str("\\,");
                 }
                 s.push_str(if int.is_empty() { "0" } else { int });
                 if *point {
