@@ -205,3 +205,37 @@ def llama_ids(paths: dict[str, Path], texts: dict[str, list[str]]) -> dict[str, 
     proc = subprocess.run([sys.executable, "-c", _TOKENIZE, *args], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, f"llama.cpp could not load one of {list(paths)}: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def rewrite(src: Path, dst: Path, changes: dict[str, object], drop: tuple[str, ...] = ()) -> Path:
+    """A copy of the GGUF ``src`` with metadata ``changes`` (strings, bools, float lists), ``drop`` left out,
+    through the ``gguf`` writer: the way a file goes wrong outside grpo (or a buggy exporter wrote it)."""
+    import numpy as np
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+
+    reader = GGUFReader(str(src))
+    writer = GGUFWriter(str(dst), str(reader.fields["general.architecture"].contents()))
+    for kv in reader.fields.values():
+        if (
+            kv.name.startswith("GGUF.")
+            or kv.name in drop
+            or kv.name in changes
+            or kv.name == "general.architecture"
+        ):
+            continue
+        sub = kv.types[-1] if kv.types[0] == GGUFValueType.ARRAY and len(kv.types) > 1 else None
+        writer.add_key_value(kv.name, kv.contents(), kv.types[0], sub_type=sub)
+    for key, value in changes.items():
+        if isinstance(value, bool):
+            writer.add_bool(key, value)
+        elif isinstance(value, str):
+            writer.add_string(key, value)
+        else:
+            writer.add_array(key, list(value))  # type: ignore[call-overload]
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.asarray(t.data), raw_dtype=t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return dst

@@ -182,6 +182,9 @@ def build_engines(
     gguf = newest_gguf(run, quant)
     validate.gguf(gguf, f"re-create it with `grpo export --gguf {gguf.parent.name[5:]} --run {run.path}`")
     loading_line(f"{gguf.name} (llama.cpp)")
+    from cli.export.gguf import check_runs
+
+    check_runs(gguf, "What is 2+3?")  # a file llama.cpp cannot run is one line here, not an abort
     return GGUFEngine(gguf, spec), hf_base
 
 

@@ -129,6 +129,7 @@ def build_all(job: Job) -> list[dict[str, Any]]:
         "source": job.stage,
     }
     built = Built(tokenizer, contract, Verifier(job.spec, rows, job.verify_tokens))
+    built.ver.set_probe(tokenizer)
     with _phase(
         f"loading the reference: base + {job.stage} adapter, greedy on {len(rows)} held-out prompts…"
     ):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -487,7 +488,7 @@ def modelfile(
 def generate(
     path: Path,
     prompts: list[str],
-    prompt_ids: list[list[int]],
+    prompt_ids: Sequence[Sequence[int] | None],
     max_new_tokens: int,
     *,
     timeout: float | None = None,
@@ -501,28 +502,43 @@ def generate(
     import json
     import tempfile
 
+    from cli.infer import llamacpp
+
     with tempfile.TemporaryDirectory(prefix="grpo-gguf-") as tmp:
         req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
         req.write_text(
             json.dumps({"prompts": prompts, "prompt_ids": prompt_ids, "max_new_tokens": max_new_tokens})
         )
         cmd = [sys.executable, "-m", "cli.export.gguf", "generate", str(path), str(req), str(res)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+        env = {**_child_env(), llamacpp.ERRORS_ENV: "1"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         if proc.returncode != 0 or not res.exists():
             log = (proc.stdout or "") + (proc.stderr or "")
-            why = f"signal {-proc.returncode}" if proc.returncode < 0 else _last_error(log)
-            raise GrpoError(f"llama.cpp could not load or run {path.name}: {why}")
+            raise GrpoError(llamacpp.explain(path.name, proc.returncode, log))
         return json.loads(res.read_text())
+
+
+def check_runs(path: Path, probe: str, *, timeout: float | None = None) -> None:
+    """llama.cpp loads ``path``, tokenizes ``probe`` and decodes one token, in a child: a file it cannot run
+    is one line (:func:`cli.infer.llamacpp.explain`) instead of an abort of the calling process."""
+    generate(path, [probe], [None], 1, timeout=timeout)
 
 
 def _generate_main(path: str, request: str, result: str) -> int:
     import json
 
+    from cli.common import GrpoError as Refused
+    from cli.infer import llamacpp
     from cli.infer.generation import GGUFModel
 
     req = json.loads(Path(request).read_text())
-    longest = max((len(ids) for ids in req["prompt_ids"]), default=0)
-    llm = GGUFModel(path, n_ctx=max(512, longest + req["max_new_tokens"] + 8))
+    longest = max((len(ids or ()) for ids in req["prompt_ids"]), default=0)
+    llamacpp.stage("loading")
+    try:
+        llm = GGUFModel(path, n_ctx=max(512, longest + req["max_new_tokens"] + 8))
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     try:
         out: dict[str, Any] = {
             "tokenization_match": [],
@@ -531,9 +547,12 @@ def _generate_main(path: str, request: str, result: str) -> int:
             "eos": llm.detokenize([llm.eos]),
         }
         for prompt, ids in zip(req["prompts"], req["prompt_ids"], strict=True):
-            out["tokenization_match"].append(llm.tokenize(prompt) == ids)
+            llamacpp.stage("tokenizing")
+            own = llm.tokenize(prompt)
+            out["tokenization_match"].append(own == ids)
+            llamacpp.stage("decoding")
             # The HF prompt ids, so only the weights differ between the two decodings.
-            gen = llm.generate_ids(ids, req["max_new_tokens"])
+            gen = llm.generate_ids(own if ids is None else ids, req["max_new_tokens"])
             out["ids"].append(gen)
             out["texts"].append(llm.detokenize(gen))
     finally:

@@ -87,7 +87,7 @@ def print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> None
             a["name"],
             human(a["bytes"]),
             str(len(a["zero_tensors"])) if a["zero_tensors"] else "0",
-            "ok" if a.get("reloaded") else "FAIL",
+            {True: "ok", None: "not verified"}.get(a.get("reloaded"), "FAIL"),
             f"{100 * agree['token_match']:.1f}%" if agree else "—",
             f"{100 * agree['prefix']:.1f}%" if agree else "—",
             f"{100 * agree['exact']:.0f}%" if agree else "—",
