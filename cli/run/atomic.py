@@ -19,6 +19,9 @@ from typing import Any
 
 
 def file_sha256(path: Path) -> str:
+    from cli.run.validate import regular_file
+
+    regular_file(path)  # a FIFO would block the read forever
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
