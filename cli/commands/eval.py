@@ -74,7 +74,8 @@ def eval_(
     cfg = run_config(rd, config)
     adapters = rd.adapters()
     data = () if opts.data or opts.source else ("eval.parquet",)
-    check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters])
+    check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters], cfg=cfg,
+              consumes=[m for m in wanted if m in adapters])  # fmt: skip
     rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
     checkpoints = [m for m in wanted if m == "base" or m in adapters]
     skipped = [m for m in wanted if m not in checkpoints]

@@ -31,6 +31,7 @@ imported into its own cache folder.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -79,6 +80,26 @@ def check_architecture(header: Header) -> None:
 def cache_root() -> Path:
     """``$GRPO_CACHE`` or ``~/.cache/grpo``: imported and built-in models."""
     return Path(os.environ.get("GRPO_CACHE", Path.home() / ".cache" / "grpo"))
+
+
+def writable_cache(folder: Path) -> Path:
+    """``folder`` (under the cache) made and writable, or one line saying why not and what to set: a
+    read-only HOME and a GRPO_CACHE naming a file failed with the OS's words after the file was read."""
+    set_by = "GRPO_CACHE" if "GRPO_CACHE" in os.environ else "the cache (~/.cache/grpo)"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        what = exc.strerror or type(exc).__name__
+        if exc.errno == errno.ENOTDIR or exc.errno == errno.EEXIST:
+            what = "a part of the path is a file, not a folder"
+        raise GrpoError(
+            f"cannot write imported models to {folder} ({what}; {set_by} = {cache_root()}): set GRPO_CACHE "
+            "to a writable folder (export GRPO_CACHE=/path/to/cache)"
+        ) from None
+    return folder
 
 
 def _stat_key(path: Path) -> dict[str, Any]:
@@ -204,6 +225,7 @@ def import_gguf(path: Path, *, dest: Path | None = None, label: str | None = Non
             return hit
     header = read_header(path)
     check_architecture(header)
+    writable_cache(root if dest is None else dest.parent)
     label = label or path.name
     key = _stat_key(path)
     from cli.run.console import err_console

@@ -229,7 +229,9 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
 
     g, child = cfg.grpo, ranks.launched()
     # What it will read, before any work: a damaged file or a model path that is not there is one line now.
-    check_run(rd, data=("train.parquet", FILTERED), adapters=[a for a in (rd.sft_adapter,) if a])
+    consumes = ("prep", "sft", "filter", *(("grpo",) if resume else ()))
+    adapters = [a for a in (rd.sft_adapter,) if a]
+    check_run(rd, data=("train.parquet", FILTERED), adapters=adapters, cfg=cfg, consumes=consumes)
     check_model(cfg, rd)
     distributed.check_batch(
         g.per_device_batch, g.gens, ranks.world_size() if child else launch.world, g.rollout_steps
