@@ -108,3 +108,20 @@ def test_gguf_import_with_an_unwritable_cache_says_what_to_set(tmp_path, monkeyp
     monkeypatch.setenv("HOME", "/proc")  # a HOME nothing can be written in, even as root
     line = one_error_line(invoke("prep", "gsm8k", "--source", src, "--model", path, "--run", tmp_path / "r2"))
     assert "cannot write imported models to /proc/.cache/grpo/gguf" in line and "GRPO_CACHE" in line
+
+
+def test_resume_refuses_data_or_format_changed_since_the_attempt_began(prepped, tmp_path) -> None:
+    """Re-prep to other data (or `format:` edited), then `grpo grpo --resume`: it trained on, no note."""
+    from helpers import checkpoint_files
+
+    from cli.run.rundir import RunDir
+    from cli.train.checkpoints import INPUTS, attempt_inputs
+
+    run = fresh_copy(prepped, tmp_path)
+    attempt = run / "grpo" / "checkpoints" / "attempt-1"
+    checkpoint_files(attempt / "checkpoint-1", 1)
+    began = attempt_inputs(RunDir(run), "c" * 64)  # the contract it began with is not the config's now
+    (attempt / INPUTS).write_text(json.dumps({**began, "train_sha256": "a" * 64}))
+    line, took = timed(["grpo", "--run", run, *GRPO, "--resume"])
+    assert "--resume: attempt 1 began on another data/train.parquet (aaaaaaaaaaaa… then" in line, line
+    assert "format contract (cccccccccccc… then" in line and "without --resume" in line

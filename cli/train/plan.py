@@ -223,7 +223,7 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     from cli.models.resolve import check_model
     from cli.run.preflight import check_run
     from cli.train import backends
-    from cli.train.checkpoints import plan_attempt
+    from cli.train.checkpoints import attempt_inputs, check_resume_inputs, plan_attempt
     from cli.train.reporters import check_reporter
     from cli.train.rewards import resolve_rewards
 
@@ -243,6 +243,7 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     url = distributed.server_url(g.vllm_server) if g.vllm_server else None
     attempt, attempt_dir, checkpoint = plan_attempt(rd.grpo_dir / "checkpoints", resume)
     if checkpoint is not None and not child:
+        check_resume_inputs(attempt_dir, attempt, attempt_inputs(rd, cfg.format_spec().contract_hash()))
         distributed.check_resume(checkpoint, launch)
     if launch.wanted and not child:
         distributed.check_plan(launch)
