@@ -52,13 +52,18 @@ def test_format_edited_in_config_yaml_after_sft_is_refused_by_eval(run_dir, tmp_
     assert "sft (ffffffffffff…)" in line and "format contract" in line
 
 
-def test_config_yaml_edited_to_another_model_names_it(prepped, tmp_path) -> None:
+def test_config_yaml_edited_to_another_model_names_it(run_dir, tmp_path) -> None:
     """It failed deep in peft: "RuntimeError: Error(s) in loading state_dict for PeftModelForCausalLM"."""
-    run = fresh_copy(prepped, tmp_path)
+    from helpers import copy_run
+
+    run = copy_run(run_dir, tmp_path / "run")
+    (run / "manifest.json").write_text(json.dumps({"stages": {}}))
+    spec_hash = __import__("py_rewards.spec", fromlist=["get_spec"]).get_spec("seed000").contract_hash()
+    _edit_manifest(run, grpo={"model": "tiny", "format_contract_sha256": spec_hash})
     cfg = run / "config.yaml"
     cfg.write_text(cfg.read_text().replace("model: tiny", "model: other/model"))
-    line, _ = timed(["sft", "--run", run, "--max-steps", "1"])
-    assert "prep stage was made on model 'tiny', but its config.yaml now says model: 'other/model'" in line
+    line = one_error_line(invoke("eval", "--run", run, "--models", "grpo", "--limit", "1"))
+    assert "grpo adapter was trained on model 'tiny', but its config now says model: 'other/model'" in line
     assert "put `model: tiny` back" in line
 
 

@@ -116,11 +116,17 @@ def check_made_with(rd: RunDir, cfg: Config, consumes: Iterable[str]) -> None:
     SFT, or a contract hash edited in manifest.json, trained on with the wrong tags and no word."""
     stages: dict[str, Any] = rd.manifest().get("stages", {})
     made = {name: st for name in consumes if isinstance(st := stages.get(name), dict)}
-    models = {name: str(st["model"]) for name, st in made.items() if st.get("model") not in (None, cfg.model)}
+    # The adapters' stages: an adapter fits only the model it was trained on (prep's data does not depend
+    # on the model this way, and `--model` on a run without adapters is allowed).
+    models = {
+        name: str(st["model"])
+        for name, st in made.items()
+        if name in ("sft", "grpo", "filter") and st.get("model") not in (None, cfg.model)
+    }
     if models:
         name, model = next(iter(models.items()))
         raise GrpoError(
-            f"the run's {name} stage was made on model {model!r}, but its config.yaml now says model: "
+            f"the run's {name} adapter was trained on model {model!r}, but its config now says model: "
             f"{cfg.model!r}: put `model: {model}` back in {rd.config_path}, or start a new run for "
             f"{cfg.model} (`grpo prep NAME --model {cfg.model} --run NEW`)"
         )
