@@ -47,12 +47,46 @@ def test_every_reward_failing_stops_the_run() -> None:
 
 @pytest.mark.parametrize(
     ("returned", "message"),
-    [([1.0], "returned 1 scores for 2 completions"), (3.0, "returned float, not a list"), (["x", 1], "'x'")],
+    [
+        ([1.0], "returned 1 scores for 2 completions"),
+        (3.0, r"returned 3.0 \(float\), not a list"),
+        (["x", 1], r"returned 'x' \(str\) for completion 0"),
+        # The audit's rows: numeric strings were parsed, a bare string split into characters ("01" → 0, 1),
+        # a dict's keys taken as scores; all trained on with exit 0.
+        (["0.5", "1"], r"returned '0.5' \(str\) for completion 0: a reward returns a list with one number"),
+        ("01", r"returned '01' \(str\), not a list"),
+        ({"0": 1, "1": 0}, r"returned \{'0': 1, '1': 0\} \(dict\), not a list"),
+        ([[1.0], [2.0]], r"returned \[1.0\] \(list\) for completion 0"),
+    ],
 )
 def test_malformed_scores_name_the_reward(returned, message: str) -> None:
     (f,) = wrap_rewards([Reward("weird", lambda **kw: returned, 1.0)], RewardTracker())
-    with pytest.raises(GrpoError, match=message):
+    with pytest.raises(GrpoError, match="reward 'weird' " + message):
         f(prompts=["", ""], completions=["a", "b"])
+
+
+def test_bools_count_as_0_and_1_and_numpy_scalars_as_numbers() -> None:
+    import numpy as np
+
+    (f,) = wrap_rewards([Reward("ok", lambda **kw: [True, np.float32(0.5)], 1.0)], RewardTracker())
+    assert f(prompts=["", ""], completions=["a", "b"]) == [1.0, 0.5]
+
+
+def test_sys_exit_in_a_reward_is_reported_as_such() -> None:
+    from cli.config.schema import RewardSpec
+    from cli.train.rewards import resolve_rewards
+
+    with pytest.raises(
+        GrpoError, match=r"'_exit_rewards.anything' called sys.exit\(3\): a reward module must"
+    ):
+        resolve_rewards([RewardSpec("_exit_rewards.anything", 1.0)])
+
+    def exits(**kw):
+        raise SystemExit(0)
+
+    (f,) = wrap_rewards([Reward("quits", exits, 1.0)], RewardTracker())
+    with pytest.raises(GrpoError, match=r"reward 'quits' called sys.exit\(0\)"):
+        f(prompts=[""], completions=["a"])
 
 
 @pytest.mark.slow

@@ -7,7 +7,10 @@ Uses the run's system prompt and chat template (the format contract), greedy dec
   grpo chat --prompt "What is 7*6?"  # one shot for scripts: prints the answer and exits
 
 In the REPL: [bold]/compare[/] [QUESTION] puts base and tuned answers side by side (the last question when
-none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves.
+none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves. A question longer than the
+model's context is refused in a line, not decoded for minutes.
+
+Long because: the engines (HF, llama.cpp), the display and the REPL are one command's parts.
 """
 
 from __future__ import annotations
@@ -46,6 +49,28 @@ class Engine:
     def complete(self, prompt: str, max_new_tokens: int) -> str:
         return "".join(self.stream(prompt, max_new_tokens))
 
+    def context(self) -> int:
+        """The tokens the model attends to: prompt + answer must fit."""
+        raise NotImplementedError
+
+    def count(self, prompt: str) -> int:
+        raise NotImplementedError
+
+    def too_long(self, prompt: str, max_new_tokens: int) -> str | None:
+        """Why ``prompt`` cannot be answered within the model's context (None when it can), found in
+        milliseconds: a 1 MB line was decoded for minutes. Text far longer than the context is refused by its
+        length in bytes, before it is tokenized."""
+        ctx = self.context()
+        size = len(prompt.encode("utf-8", errors="replace"))
+        n = self.count(prompt) if size <= 64 * ctx else None
+        if n is not None and n + max_new_tokens <= ctx:
+            return None
+        what = f"{n:,} tokens" if n is not None else f"{size:,} bytes"
+        return (
+            f"the prompt is {what}; with {max_new_tokens} new tokens it does not fit {self.label}'s context "
+            f"of {ctx:,} tokens: shorten the question (in the chat, /reset drops the earlier turns)"
+        )
+
 
 class HFEngine(Engine):
     def __init__(
@@ -67,6 +92,19 @@ class HFEngine(Engine):
             yield self.complete(prompt, max_new_tokens)
             return
         yield from hf_stream(self.model, self.tokenizer, prompt, max_new_tokens=max_new_tokens)
+
+    def context(self) -> int:
+        limits = [
+            getattr(self.model.config, "max_position_embeddings", None),
+            self.tokenizer.model_max_length,
+        ]
+        known = [
+            int(x) for x in limits if isinstance(x, int) and 0 < x < 10**8
+        ]  # (no limit: a huge sentinel)
+        return min(known) if known else 4096
+
+    def count(self, prompt: str) -> int:
+        return len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
 
     def complete(self, prompt: str, max_new_tokens: int) -> str:
         from cli.infer.generation import hf_generate
@@ -95,6 +133,12 @@ class GGUFEngine(Engine):
 
     def stream(self, prompt: str, max_new_tokens: int) -> Iterator[str]:
         yield from self.gguf.stream(prompt, max_new_tokens)
+
+    def context(self) -> int:
+        return self.gguf.n_ctx
+
+    def count(self, prompt: str) -> int:
+        return len(self.gguf.tokenize(prompt))
 
 
 # ---- finding the model -------------------------------------------------------------------------
@@ -182,6 +226,9 @@ def build_engines(
     gguf = newest_gguf(run, quant)
     validate.gguf(gguf, f"re-create it with `grpo export --gguf {gguf.parent.name[5:]} --run {run.path}`")
     loading_line(f"{gguf.name} (llama.cpp)")
+    from cli.export.gguf import check_runs
+
+    check_runs(gguf, "What is 2+3?")  # a file llama.cpp cannot run is one line here, not an abort
     return GGUFEngine(gguf, spec), hf_base
 
 
@@ -280,10 +327,14 @@ def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: 
     from cli.infer.prompting import split_completion
 
     spec = engine.spec
+    text_prompt = engine.prompt(prompt, [])
+    refused = engine.too_long(text_prompt, max_new_tokens)
+    if refused:
+        raise GrpoError(f"--prompt: {refused}")
     if not answer_only and console.is_terminal:
-        show_stream(engine, spec, engine.prompt(prompt, []), max_new_tokens)
+        show_stream(engine, spec, text_prompt, max_new_tokens)
         return
-    text = engine.complete(engine.prompt(prompt, []), max_new_tokens)
+    text = engine.complete(text_prompt, max_new_tokens)
     _, solution, _ = split_completion(spec, text)
     if answer_only:
         if solution is None:
@@ -315,6 +366,14 @@ class Repl:
             except EOFError:
                 console.print()
                 break
+            except UnicodeDecodeError:
+                console.print(
+                    "[yellow]that input is not UTF-8 text (check the terminal's encoding); ignored[/]"
+                )
+                continue
+            except (RuntimeError, OSError, ValueError):  # "input(): lost sys.stdin": stdin was closed
+                err_console.print("[yellow]note:[/] no input to read (stdin is closed): chat ends")
+                break
             if not self.handle(line.strip()):
                 break
         quiet.stdout().flush()
@@ -339,7 +398,16 @@ class Repl:
         return True
 
     def ask(self, line: str) -> None:
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
+            console.print("[yellow]that input is not UTF-8 text (check the terminal's encoding); ignored[/]")
+            return
         prompt = self.engine.prompt(line, self.history)
+        refused = self.engine.too_long(prompt, self.max_new_tokens)
+        if refused:
+            console.print(f"[yellow]{refused}[/]")
+            return
         text = show_stream(self.engine, self.spec, prompt, self.max_new_tokens)
         self.history += [
             {"role": "user", "content": line},

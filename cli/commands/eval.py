@@ -35,8 +35,6 @@ from cli.config.options import typed_options
 from cli.errors import handle_errors
 from cli.run.rundir import RunDir, dry_run_exit, run_config
 
-DEFAULT_MAX_NEW_TOKENS = 512  # without --max-new-tokens or the run's grpo.max_completion_length
-
 
 @handle_errors
 @typed_options(EvalOptions)
@@ -65,8 +63,7 @@ def eval_(
             f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} "
             "(choose base, base-chat, sft, grpo)"
         )
-    # The base-chat row: when named, or with base on a GPU (on the CPU a base model that never stops costs
-    # minutes a row, so there it is asked for by name).
+    # The base-chat row: when named, or with base wherever the tokenizer has a chat template of its own.
     native = True if evaluation.NATIVE in wanted else (None if "base" in wanted else False)
     wanted = [m for m in wanted if m != evaluation.NATIVE]
     rd.ensure()  # fails with one line when the run directory is not writable
@@ -74,7 +71,8 @@ def eval_(
     cfg = run_config(rd, config)
     adapters = rd.adapters()
     data = () if opts.data or opts.source else ("eval.parquet",)
-    check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters])
+    check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters], cfg=cfg,
+              consumes=[m for m in wanted if m in adapters])  # fmt: skip
     rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
     checkpoints = [m for m in wanted if m == "base" or m in adapters]
     skipped = [m for m in wanted if m not in checkpoints]
@@ -94,7 +92,7 @@ def eval_(
         rows=rows,
         checkpoints=checkpoints,
         adapters=adapters,
-        max_new_tokens=opts.max_new_tokens or cfg.grpo.max_completion_length or DEFAULT_MAX_NEW_TOKENS,
+        max_new_tokens=opts.max_new_tokens,  # eval's own default, never grpo's
         batch_size=opts.batch_size,
         engine=choose_engine(opts.engine),
         native=native,

@@ -127,7 +127,13 @@ def _export(job: Job, out: Path, allow_zero: bool) -> None:
             "adapter": str(job.adapter), "format": spec.name,
             "contract_sha256": spec.contract_hash()}  # fmt: skip
     report = write_report(
-        report_path, head, artifacts, verify_tokens=job.verify_tokens, warnings=job.warnings, t0=t0
+        report_path,
+        head,
+        artifacts,
+        verify_tokens=job.verify_tokens,
+        warnings=job.warnings,
+        t0=t0,
+        max_loss=job.cfg.verify_max_loss,
     )
     job.rd.record_stage(
         "export",

@@ -191,7 +191,10 @@ def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokeni
 
     data_dir = rundir.data_dir
     stage_name = "prep-sft" if ds.purpose == "sft" else "prep"
-    with restored_on_failure(data_dir), rundir.stage(stage_name, cfg, dataset=pc.dataset) as info:
+    # Data, manifest and config all change, or none does: a kill at any moment leaves a backup the next
+    # command on the run puts back (cli/run/atomic.py restored_on_failure).
+    kept = ("config.yaml", "manifest.json")
+    with restored_on_failure(data_dir, kept), rundir.stage(stage_name, cfg, dataset=pc.dataset) as info:
         stats, stats_path = steps.write(rundir, pc, ds, tokenizer, cfg, spec, built)
         info.update(
             {
@@ -219,7 +222,7 @@ def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokeni
                 "files": w_stats["files"],
                 "stats": str(w_path.relative_to(rundir.path)),
             }
-    rundir.save_config(cfg)
+        rundir.save_config(cfg)
     steps.summary(stats, rundir, stats_path, describe_model(cfg))
     _warmup_note(
         rundir, ds, built, (w_stats, w_path) if warmup is not None else None, explicit, cfg.sft.num_examples

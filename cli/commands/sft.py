@@ -49,7 +49,7 @@ def sft(
     from cli.train.backends import choose_backend
 
     rd.hold("grpo sft")  # the cheap checks first: the lock, the run's files, the model path
-    check_run(rd, data=("sft.parquet", "train.parquet"))
+    check_run(rd, data=("sft.parquet", "train.parquet"), cfg=cfg, consumes=("prep", "prep-sft"))
     check_model(cfg, rd)
     note = distributed.one_gpu_per_process()
     if note:

@@ -102,15 +102,16 @@ class EvalOptions:
     models: str = setting(
         "base,sft,grpo",
         help="Comma list of checkpoints to score among base, sft, grpo (those present), and base-chat: the "
-        "base model in its own chat template, no format asked (on a GPU it comes with base).",
+        "base model in its own chat template, no format asked (it comes with base when the tokenizer has a "
+        "template).",
         flag="--models",
         panel=GENERATION,
     )
-    # The budget the run's GRPO completions had: a model trained to answer in 192 tokens is judged on 192,
-    # and a base model that never stops costs that much, not 512 (minutes per batch on the CPU).
-    max_new_tokens: int | None = setting(
-        None,
-        help="Completion budget per problem (default: the run's grpo.max_completion_length, else 512).",
+    # eval's own budget, whatever `grpo grpo` was given: a --max-completion-length of 96 saved in config.yaml
+    # made the next eval decode at 96 and the before/after tables stopped being comparable. The table says it.
+    max_new_tokens: int = setting(
+        512,
+        help="Completion budget per problem (eval's own; the table says what it used).",
         flag="--max-new-tokens",
         panel=GENERATION,
         ge=1,

@@ -136,7 +136,7 @@ class EvalJob:
     # The base row in the model's own chat template: its prompts and the token that ends its turns.
     native_prompts: list[str] = field(default_factory=list)
     native_stops: list[int] = field(default_factory=list)
-    native: bool | None = None  # the base-chat row: asked (True), not (False), with base on a GPU (None)
+    native: bool | None = None  # the base-chat row: asked (True), not (False), with base (None)
 
     def stages(self) -> list[str]:
         """The rows to decode, in table order: the base-chat row follows the base one (first without it)."""
@@ -168,12 +168,10 @@ def run(job: EvalJob) -> Scored:
     )
     with heartbeat.working(f"eval: loading {job.cfg.model}"):
         signals.held_import("torch")  # after the first line: the command says what it does first
-        import torch
-
         base_path = resolve_model(job.cfg, job.rd)
         tokenizer = loading.load_tokenizer(base_path, job.spec, job.cfg.pad_token)
         job.prompts = [prompting.prompt_text(tokenizer, job.spec, r["question"]) for r in job.rows]
-        if job.native or (job.native is None and "base" in job.checkpoints and torch.cuda.is_available()):
+        if job.native or (job.native is None and "base" in job.checkpoints):
             _native_prompts(job, base_path)
             if job.native and not job.native_prompts:
                 err_console.print(

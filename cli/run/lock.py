@@ -136,6 +136,25 @@ def hold(path: Path, command: str, *, create: bool = False) -> None:
         }
         with contextlib.suppress(OSError):  # the message's detail only: a read-only run still locks
             atomic_write_text(path / LOCK_NAME, json.dumps(info) + "\n")
+    _recover(path, command)
+
+
+def _recover(path: Path, command: str) -> None:
+    """What a killed command left, undone by the next one as soon as it holds the run: the run as it was
+    before a `grpo prep` killed mid-write, and no temp or backup files (cli/run/atomic.py)."""
+    from cli.run.atomic import recover_interrupted
+    from cli.run.console import err_console
+
+    try:
+        restored = recover_interrupted(path)
+    except OSError as exc:
+        raise GrpoError(f"{command}: cannot clean up after a killed command in {path}: {exc}") from None
+    if restored:
+        err_console.print(
+            f"[yellow]note:[/] {', '.join(f'{r}/' for r in restored)} config.yaml and manifest.json of "
+            f"{path} "
+            "put back as they were before a command that was killed while writing them"
+        )
 
 
 def _lock(fd: int, path: Path) -> None:

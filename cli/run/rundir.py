@@ -221,6 +221,7 @@ class RunDir:
                 f"{what or stage} not found in {self.path} ({Path(path).relative_to(self.path)}): "
                 f"run `{hint} --run {self.path}` first"
             )
+        validate.regular_file(Path(path), f"re-create it with `{PRODUCER.get(stage, 'grpo ' + stage)}`")
         return Path(path)
 
     # ---- config ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import errno
 import json
 import os
 import re
+import stat
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -67,8 +68,29 @@ def run_path(path: Path) -> None:
 
 
 # ---- single files ------------------------------------------------------------------------------------
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISDIR, "a directory"))  # fmt: skip
+
+
+def regular_file(path: Path, redo: str = "") -> None:
+    """A file of the run or a data file is a regular file: a FIFO or a device where one belongs is refused
+    from its ``stat``, before anything opens it (opening a FIFO blocks until a writer comes, Ctrl-C
+    ignored)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return  # the caller says what makes it
+    except OSError as exc:
+        raise Corrupt(path, f"cannot be read ({exc.strerror})", redo) from None
+    for test, what in _SPECIAL:
+        if test(mode):
+            raise Corrupt(path, f"is {what}, not a regular file (reading it could block forever)", redo)
+
+
 def json_file(path: Path, redo: str, kind: type = dict) -> Any:
     """A JSON file of the run, parsed; an empty, truncated or wrong one is one line naming it."""
+    regular_file(path, redo)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -90,6 +112,7 @@ def json_file(path: Path, redo: str, kind: type = dict) -> Any:
 def safetensors_header(path: Path, redo: str) -> dict[str, Any]:
     """The tensors a ``.safetensors`` file declares (name → dtype, shape, offsets), read from its header
     alone: 8 bytes of little-endian length, then that much JSON; the data must end where the header says."""
+    regular_file(path, redo)
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -119,6 +142,7 @@ def parquet(path: Path, redo: str, columns: Iterable[str] = ()) -> int:
     """Rows of a parquet file, from its footer (``read_metadata``: no data read); needed columns checked."""
     import pyarrow.parquet as pq
 
+    regular_file(path, redo)
     try:
         meta = pq.read_metadata(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad footer
@@ -135,6 +159,7 @@ def parquet(path: Path, redo: str, columns: Iterable[str] = ()) -> int:
 
 def gguf(path: Path, redo: str) -> None:
     """A GGUF file starts with the magic ``GGUF`` and a version (llama.cpp reads 2 and 3)."""
+    regular_file(path, redo)
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)

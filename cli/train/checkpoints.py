@@ -11,6 +11,7 @@ existed keep their checkpoints directly under checkpoints/: that counts as attem
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -128,3 +129,39 @@ def next_attempt_from_metrics(run: RunDir, stage: str) -> int:
         max((int(r.get("attempt") or 1) for r in run.read_metrics() if r.get("stage") == stage), default=0)
         + 1
     )
+
+
+INPUTS = "inputs.json"  # in each attempt folder: the data and format contract the attempt began on
+
+
+def attempt_inputs(rd: RunDir, contract: str) -> dict[str, str]:
+    """What an attempt trains on: the train data's sha256 (prep's record), `grpo filter`'s kept prompts (the
+    sha256 of data/grpo_prompts.parquet, when there), and the format contract's hash."""
+    from cli.run.atomic import file_sha256
+    from cli.run.data import FILTERED, train_sha256
+
+    out = {"train_sha256": train_sha256(rd), "format_contract_sha256": contract}
+    if (rd.data_dir / FILTERED).is_file():
+        out["filtered_sha256"] = file_sha256(rd.data_dir / FILTERED)
+    return out
+
+
+def check_resume_inputs(folder: Path, attempt: int, now: dict[str, str]) -> None:
+    """``--resume`` continues an attempt only on the data and format contract it began on: a re-prep to other
+    data, or a ``format:`` changed since, trained on with no word."""
+    try:
+        began = json.loads((folder / INPUTS).read_text())
+    except (OSError, ValueError):
+        return  # an attempt from before this record
+    words = {"train_sha256": "data/train.parquet", "filtered_sha256": "data/grpo_prompts.parquet",
+             "format_contract_sha256": "format contract"}  # fmt: skip
+    changed = [k for k in words if isinstance(began, dict) and began.get(k) != now.get(k) and began.get(k)]
+    if changed:
+        what = ", ".join(
+            f"{words[k]} ({str(began[k])[:12]}… then, {str(now.get(k) or 'none')[:12]}… now)" for k in changed
+        )
+        raise GrpoError(
+            f"--resume: attempt {attempt} began on another {what}: its checkpoint would go on training on "
+            "inputs it did not start with; start a new attempt with `grpo grpo` (without --resume), or put "
+            "the data and format back"
+        )

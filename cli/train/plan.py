@@ -256,13 +256,15 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     from cli.models.resolve import check_model
     from cli.run.preflight import check_run
     from cli.train import backends
-    from cli.train.checkpoints import plan_attempt
+    from cli.train.checkpoints import attempt_inputs, check_resume_inputs, plan_attempt
     from cli.train.reporters import check_reporter
     from cli.train.rewards import resolve_rewards
 
     g, child = cfg.grpo, ranks.launched()
     # What it will read, before any work: a damaged file or a model path that is not there is one line now.
-    check_run(rd, data=("train.parquet", FILTERED), adapters=[a for a in (rd.sft_adapter,) if a])
+    consumes = ("prep", "sft", "filter", *(("grpo",) if resume else ()))
+    adapters = [a for a in (rd.sft_adapter,) if a]
+    check_run(rd, data=("train.parquet", FILTERED), adapters=adapters, cfg=cfg, consumes=consumes)
     check_model(cfg, rd)
     distributed.check_batch(
         g.per_device_batch, g.gens, ranks.world_size() if child else launch.world, g.rollout_steps
@@ -274,6 +276,7 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     url = distributed.server_url(g.vllm_server) if g.vllm_server else None
     attempt, attempt_dir, checkpoint = plan_attempt(rd.grpo_dir / "checkpoints", resume)
     if checkpoint is not None and not child:
+        check_resume_inputs(attempt_dir, attempt, attempt_inputs(rd, cfg.format_spec().contract_hash()))
         distributed.check_resume(checkpoint, launch)
     if launch.wanted and not child:
         distributed.check_plan(launch)

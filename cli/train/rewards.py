@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import numbers
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -120,6 +121,12 @@ def resolve_rewards(specs: Sequence[Any], spec: FormatSpec | None = None) -> lis
         funcs, _ = make_reward_funcs(spec, names, weights)
     except GrpoError:
         raise
+    except SystemExit as exc:  # a reward module that calls sys.exit() at import ended grpo with no word
+        custom = ", ".join(repr(n) for n in names if _is_custom(n)) or "a reward"
+        raise GrpoError(
+            f"importing the reward module of {custom} called sys.exit({exc.code!r}): a reward module must "
+            "not exit; remove the sys.exit (or the script code it runs at import)"
+        ) from None
     except (KeyError, ValueError, LookupError, ImportError, AttributeError, TypeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # KeyError quotes its text
         text = str(msg).strip().splitlines()
@@ -189,28 +196,47 @@ def _batch_dumper() -> Callable[[str, Any, Any, list[float | None]], None] | Non
     return dump
 
 
+SCORE_RULE = (
+    "a reward returns a list with one number per completion (int or float; a bool counts as 0/1; None or NaN "
+    "skips one)"
+)
+
+
+def _score(reward: str, v: Any, i: int) -> float | None:
+    """One completion's score: a real number (bools are 0/1), None for "no score"; anything else is refused.
+    Text used to be parsed ("0.5" → 0.5) and a dict's keys taken as scores, so a bug passed silently."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if isinstance(v, numbers.Real):  # int, float, numpy's scalars
+        return float(v)
+    if hasattr(v, "dtype") and tuple(getattr(v, "shape", (1,))) == () and not isinstance(v, (str, bytes)):
+        return float(v)  # a 0-d tensor or array
+    shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+    raise GrpoError(
+        f"reward {reward!r} returned {shown} ({type(v).__name__}) for completion {i}: {SCORE_RULE}"
+    )
+
+
 def _clean(reward: str, raw: Any, n: int, tracker: RewardTracker) -> list[float | None]:
     """Scores as floats; None, NaN and ±inf become None (TRL leaves those out) and are counted."""
-    try:
-        values = list(raw)
-    except TypeError:
+    if isinstance(raw, (str, bytes, dict)) or not hasattr(raw, "__len__") or not hasattr(raw, "__iter__"):
+        shown = repr(raw) if len(repr(raw)) <= 60 else repr(raw)[:57] + "..."
         raise GrpoError(
-            f"reward {reward!r} returned {type(raw).__name__}, not a list of scores (one per completion)"
-        ) from None
+            f"reward {reward!r} returned {shown} ({type(raw).__name__}), not a list: {SCORE_RULE}"
+        )
+    values = list(raw)
     if n and len(values) != n:
-        raise GrpoError(f"reward {reward!r} returned {len(values)} scores for {n} completions")
+        raise GrpoError(f"reward {reward!r} returned {len(values)} scores for {n} completions: {SCORE_RULE}")
     out: list[float | None] = []
     counts = {"none": 0, "nan": 0, "inf": 0}
-    for v in values:
-        if v is None:
+    for i, v in enumerate(values):
+        f = _score(reward, v, i)
+        if f is None:
             counts["none"] += 1
             out.append(None)
-            continue
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise GrpoError(f"reward {reward!r} returned {v!r}, not a number") from None
-        if math.isnan(f):
+        elif math.isnan(f):
             counts["nan"] += 1
             out.append(None)
         elif math.isinf(f):
@@ -254,6 +280,11 @@ def _timed(
         raised = False
         try:
             raw = call_with_deadline(fn, timeout, *args, **kwargs)
+        except SystemExit as exc:
+            raise GrpoError(
+                f"reward {reward.name!r} called sys.exit({exc.code!r}): a reward returns its scores, it must "
+                "not exit; remove the sys.exit"
+            ) from None
         except DeadlineExceeded:
             raise GrpoError(
                 f"reward {reward.name!r} did not return within {timeout:g} s (grpo.reward_timeout) on a "

@@ -22,7 +22,7 @@ from cli.run.console import console, err_console
 from cli.run.ranks import is_main, world_size
 from cli.run.rundir import RunDir
 from cli.train import backends
-from cli.train.checkpoints import next_attempt_from_metrics
+from cli.train.checkpoints import INPUTS, attempt_inputs, next_attempt_from_metrics
 from cli.train.live import Interrupt, LiveSpec, make_callback, quiet_trainer
 from cli.train.report import GrpoResult, last_logged, report, steps_word
 from cli.train.stopping import stop_fields, train_until_stopped
@@ -314,6 +314,9 @@ def _trainer(
     quiet_trainer(trainer)
     if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
         atomic_write_json(plan.checkpoints / "trainer_args.json", trainer.args.to_dict())
+        if not (plan.checkpoints / INPUTS).exists():  # what it began on: --resume refuses other inputs
+            began = attempt_inputs(plan.run, plan.cfg.format_spec().contract_hash())
+            atomic_write_json(plan.checkpoints / INPUTS, began)
     spec = LiveSpec(
         max_steps=g.max_steps,
         attempt=plan.attempt,
