@@ -47,7 +47,7 @@ def eval_(
     *,
     opts: EvalOptions,
 ) -> None:
-    from cli.eval import evaluation
+    from cli.eval import evaluation, passk
     from cli.eval import report as eval_report
     from cli.eval.evaluation import EvalJob
     from cli.infer.vllm_engine import choose_engine
@@ -98,5 +98,6 @@ def eval_(
         batch_size=opts.batch_size,
         engine=choose_engine(opts.engine),
         native=native,
+        sampling=passk.sampling_of(cfg, opts.samples) if opts.samples > 1 else None,
     )
     eval_report.write(job, evaluation.run(job), data_label, skipped)

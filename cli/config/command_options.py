@@ -127,6 +127,16 @@ class EvalOptions:
         flag="--engine",
         panel=GENERATION,
     )
+    # pass@k needs samples: N per prompt at GRPO's own sampling settings (cli/eval/passk.py).
+    samples: int = setting(
+        1,
+        help="Also sample N completions per prompt (the run's GRPO temperature, seeded) for pass@1, pass@k "
+        "and maj@N (1: greedy only).",
+        flag="--samples",
+        panel=GENERATION,
+        ge=1,
+        le=1024,
+    )
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,8 @@ def load_rows(
     return rows, "data/eval.parquet"
 
 
-LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
+LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO",
+          "control": "Control (placebo GRPO)"}  # fmt: skip
 # The base model asked the question alone in its own chat template: what it can do before our format.
 NATIVE = "base-chat"
 NATIVE_LABEL = "Base, own chat template"
@@ -137,6 +138,7 @@ class EvalJob:
     native_prompts: list[str] = field(default_factory=list)
     native_stops: list[int] = field(default_factory=list)
     native: bool | None = None  # the base-chat row: asked (True), not (False), with base on a GPU (None)
+    sampling: generation.Sampling | None = None  # --samples N: N sampled completions too (cli/eval/passk.py)
 
     def stages(self) -> list[str]:
         """The rows to decode, in table order: the base-chat row follows the base one (first without it)."""
@@ -154,6 +156,7 @@ class Scored:
     samples: list[dict[str, Any]] = field(default_factory=list)
     per_prompt: dict[str, list[float]] = field(default_factory=dict)
     rewards_source: str = ""
+    sampled: dict[str, Any] = field(default_factory=dict)  # checkpoint -> passk.SampledStage (--samples N)
 
 
 def run(job: EvalJob) -> Scored:
@@ -211,6 +214,10 @@ def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder:
                 gens = decoder.generate(stage, tally.batch, tally.step)
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
+            if job.sampling is not None and stage != NATIVE:
+                from cli.eval.passk import sample_stage
+
+                sample_stage(job, stage, pregenerated, decoder, progress, scored)
     return scored
 
 
@@ -253,7 +260,7 @@ class _Tally:
 
 def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, list[Any]]:
     """All prompts of every checkpoint through one vLLM engine (base + each adapter)."""
-    from cli.infer.vllm_engine import generate_all
+    from cli.infer.vllm_engine import Extra, generate_all
 
     t_gen = time.time()
     pregenerated, job.engine_info = generate_all(
@@ -264,7 +271,10 @@ def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, li
         job.adapters,
         max_new_tokens=job.max_new_tokens,
         progress=lambda stage, n: err_console.print(f"{stage:>4}: {n} completions (vLLM)"),
-        base_extra={NATIVE: (job.native_prompts, job.native_stops)} if NATIVE in job.stages() else None,
+        extra=Extra(
+            base={NATIVE: (job.native_prompts, job.native_stops)} if NATIVE in job.stages() else {},
+            sampling=job.sampling,
+        ),
     )
     job.engine_info["generation_seconds"] = round(time.time() - t_gen, 2)
     return pregenerated
