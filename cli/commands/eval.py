@@ -47,7 +47,7 @@ def eval_(
     *,
     opts: EvalOptions,
 ) -> None:
-    from cli.eval import evaluation, passk
+    from cli.eval import evaluation, passk, verdict
     from cli.eval import report as eval_report
     from cli.eval.evaluation import EvalJob
     from cli.infer.vllm_engine import choose_engine
@@ -63,7 +63,7 @@ def eval_(
     if bad or not wanted:
         raise GrpoError(
             f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} "
-            "(choose base, base-chat, sft, grpo)"
+            "(choose base, base-chat, sft, grpo, control)"
         )
     # The base-chat row: when named, or with base on a GPU (on the CPU a base model that never stops costs
     # minutes a row, so there it is asked for by name).
@@ -72,7 +72,9 @@ def eval_(
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo eval")  # before any work: a run in use is refused in a second
     cfg = run_config(rd, config)
-    adapters = rd.adapters()
+    adapters = {**rd.adapters(), **verdict.control_adapter(rd)}  # + grpo/control/adapter (`--control`)
+    if "grpo" in wanted and "control" in adapters and "control" not in wanted:
+        wanted.append("control")  # GRPO is judged against its placebo whenever there is one
     data = () if opts.data or opts.source else ("eval.parquet",)
     check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters])
     rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)

@@ -13,6 +13,7 @@ whether training worked, and the lines a user can quote.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from cli.eval.stats import paired_bootstrap
@@ -37,6 +38,14 @@ def control_info(rd: RunDir) -> dict[str, Any] | None:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def control_adapter(rd: RunDir) -> dict[str, Path]:
+    """``{"control": grpo/control/adapter}`` when a placebo attempt saved one (`grpo grpo --control`)."""
+    from cli.run.rundir import has_adapter
+
+    path = rd.grpo_dir / "control" / "adapter"
+    return {"control": path} if has_adapter(path) else {}
 
 
 def per_prompt(samples: list[dict[str, Any]], key: str) -> dict[str, list[float]]:
@@ -80,7 +89,8 @@ def placebo_line(diffs: list[dict[str, Any]], control: dict[str, Any] | None) ->
         return None
     lo, hi = d["ci95"]
     kind = f" ({control['control']}" if control and control.get("control") else " ("
-    steps = f", {control['steps']} steps" if control and control.get("steps") is not None else ""
+    n = control.get("steps") if control else None
+    steps = f", {n} step{'' if n == 1 else 's'}" if n is not None else ""
     tail = f"{kind}{steps})" if kind != " (" or steps else ""
     verdict = "" if lo > 0 or hi < 0 else "; the interval holds 0: no evidence that RL did anything here"
     return (
