@@ -13,6 +13,7 @@ whether training worked, and the lines a user can quote.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,10 @@ from cli.eval.stats import paired_bootstrap
 from cli.run.rundir import RunDir
 
 NA = "—"
-SHORT = {"base": "base", "base-chat": "base, own tmpl", "sft": "SFT", "grpo": "GRPO", "control": "control"}
+SHORT = {"base": "base", "base-chat": "base-chat", "sft": "SFT", "grpo": "GRPO", "control": "control"}
 # (later, earlier): what each stage added on the same prompts; GGUF rows pair with their source.
 PAIRS = (("sft", "base"), ("grpo", "sft"), ("grpo", "control"))
-RULES = (("correct", "accuracy"), ("correct_lenient", "accuracy, last number"))
+RULES = (("correct", "accuracy"), ("correct_lenient", "last number"))
 CONTROL_FILE = "control.json"  # <run>/grpo/control/control.json: what the placebo attempt was
 
 
@@ -123,16 +124,20 @@ def rows(results: list[dict[str, Any]], sampled: dict[str, Any] | None) -> tuple
     return header, table
 
 
-def _grid(header: list[str], body: list[list[str]]) -> list[str]:
+def _grid(header: list[str], body: list[list[str]], text: int = 1) -> list[str]:
+    """A markdown table padded to line up in plain text; the first ``text`` columns left, numbers right."""
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
 
     def line(cells: list[str]) -> str:
         parts = [
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.ljust(w) if i < text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ]
         return "| " + " | ".join(parts) + " |"
 
-    rule = "|" + "|".join(("-" * (w + 1) + ":") if i else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
+    rule = "|" + "|".join(
+        ("-" * (w + 2)) if i < text else ("-" * (w + 1) + ":") for i, w in enumerate(widths)
+    )
+    rule += "|"
     return [line(header), rule, *(line(r) for r in body)]
 
 
@@ -142,7 +147,7 @@ def diff_table(diffs: list[dict[str, Any]]) -> list[str]:
         lo, hi = d["ci95"]
         body.append([f"{short(d['b'])} − {short(d['a'])}", d["metric"], f"{100 * d['diff']:+.1f}",
                      f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"])  # fmt: skip
-    return _grid(["difference", "metric", "points", "95 % interval"], body) if body else []
+    return _grid(["difference", "metric", "points", "95 % interval"], body, text=2) if body else []
 
 
 def lines(verdict: dict[str, Any]) -> list[str]:
@@ -182,7 +187,7 @@ def markdown(verdict: dict[str, Any], title: str) -> str:
     found = lines(verdict)
     if found:
         out += [*(f"**{x}**" for x in found), ""]
-    out += [LEGEND, "", "---", ""]
+    out += [*textwrap.wrap(LEGEND, 80), "", "---", ""]
     return "\n".join(out)
 
 
