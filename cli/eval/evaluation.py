@@ -139,6 +139,10 @@ class EvalJob:
     native_stops: list[int] = field(default_factory=list)
     native: bool | None = None  # the base-chat row: asked (True), not (False), with base on a GPU (None)
     sampling: generation.Sampling | None = None  # --samples N: N sampled completions too (cli/eval/passk.py)
+    # `--models grpo@q4_k_m`: GGUF rows (cli/eval/quantized.py), decoded by ``gguf_runner`` (the command's
+    # cli.export.gguf.generate: llama.cpp in a child process).
+    ggufs: dict[str, Path] = field(default_factory=dict)
+    gguf_runner: Callable[..., dict[str, Any]] | None = None
 
     def stages(self) -> list[str]:
         """The rows to decode, in table order: the base-chat row follows the base one (first without it)."""
@@ -186,6 +190,10 @@ def run(job: EvalJob) -> Scored:
                     raise GrpoError("nothing to score: add base, sft or grpo to --models")
         job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
         pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
+        if job.ggufs:
+            from cli.eval.quantized import decode_all
+
+            pregenerated.update(decode_all(job, tokenizer))
         decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
         return _decode_and_score(job, pregenerated, decoder)
 
@@ -214,7 +222,7 @@ def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder:
                 gens = decoder.generate(stage, tally.batch, tally.step)
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
-            if job.sampling is not None and stage != NATIVE:
+            if job.sampling is not None and stage != NATIVE and stage not in job.ggufs:
                 from cli.eval.passk import sample_stage
 
                 sample_stage(job, stage, pregenerated, decoder, progress, scored)
@@ -267,7 +275,7 @@ def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, li
         base_path,
         tokenizer,
         job.prompts,
-        job.checkpoints,
+        [c for c in job.checkpoints if c not in job.ggufs],
         job.adapters,
         max_new_tokens=job.max_new_tokens,
         progress=lambda stage, n: err_console.print(f"{stage:>4}: {n} completions (vLLM)"),
@@ -326,6 +334,12 @@ class _HFDecoder:
             return decode()
 
 
+def _gguf_label(stage: str) -> str:
+    from cli.eval.quantized import label
+
+    return label(stage, LABELS)
+
+
 def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scored: Scored) -> None:
     rows, spec = job.rows, job.spec
     sc = scoring.score(
@@ -338,8 +352,9 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
     rewards = [f + a for f, a in zip(sc.format, sc.accuracy, strict=True)]
     result = {
         "checkpoint": stage,
-        "label": NATIVE_LABEL if stage == NATIVE else LABELS[stage],
+        "label": NATIVE_LABEL if stage == NATIVE else LABELS.get(stage) or _gguf_label(stage),
         "adapter": str(job.adapters[stage]) if stage in job.adapters else None,
+        **({"gguf": str(job.ggufs[stage])} if stage in job.ggufs else {}),
         "n": len(rows),
         "format_compliance": sum(sc.format_ok) / len(rows),
         "accuracy": sum(sc.correct) / len(rows),
