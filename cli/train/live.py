@@ -342,6 +342,8 @@ class LiveView:
                 parts.append(f"{name} {v:.3g}")
         if row.get("format_hit_rate") is not None:
             parts.append(f"format {row['format_hit_rate']:.0%}")
+        if _num(row.get("audit_agreement")) is not None:
+            parts.append(f"audit {row['audit_agreement']:.0%}")
         if _num(row.get("frac_reward_zero_std")) is not None:
             parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
         if _num(row.get("completions/mean_length")) is not None:

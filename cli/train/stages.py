@@ -179,6 +179,8 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
         announce(plan, data_info)
         trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt)
         start_step, stopped, train_s = _train_or_finish(trainer, model, plan, interrupt)
+    if obs.tracker is not None and obs.tracker.audit is not None:
+        obs.tracker.audit.close()  # what it was given, judged and written; then the process ends
     obs.device_peak.stop()
     where = control.adapter_dir(plan.run) if plan.control else plan.run.grpo_dir / "adapter"
     dest = backends.save_trained_adapter(trainer, model, tokenizer, where)
@@ -303,6 +305,11 @@ def _trainer(
     g = plan.cfg.grpo
     tracker = RewardTracker()
     funcs = wrap_rewards(list(plan.rewards), tracker, plan.cfg.format_spec(), timeout=g.reward_timeout)
+    if g.audit_every and is_main():  # Math-Verify in its own process, fed from the first reward's calls
+        from cli.train.audit import Auditor
+
+        tracker.audit = Auditor(plan.cfg.format_spec(), plan.run.logs_dir, g, seed=plan.cfg.seed).start()
+        funcs[0] = tracker.audit.hook(funcs[0])
     args = plan.trl_args(tokenizer.eos_token)
     if "vllm_sampling_params" in args:  # Unsloth takes vLLM's own object
         from vllm import SamplingParams
