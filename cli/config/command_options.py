@@ -173,6 +173,17 @@ class ExportOptions:
     name: str | None = setting(
         None, help="Base name of GGUF files (default: <run name>-<stage>).", flag="--name", panel=WHAT
     )
+    pick_checkpoint: bool = setting(
+        False,
+        help="With one --gguf type: export every saved checkpoint of the latest GRPO attempt at it, score "
+        "each on held-out prompts through llama.cpp, keep the best after quantization (export/pick.json).",
+        flag="--pick-checkpoint",
+        panel=WHAT,
+    )
+    pick_prompts: int = setting(
+        50, help="Held-out prompts (the last rows of the eval split) --pick-checkpoint scores on.",
+        flag="--pick-prompts", panel=WHAT, ge=1,
+    )  # fmt: skip
     verify: int = setting(
         8,
         help="Held-out prompts decoded through HF and through each artifact (0: reload only).",
