@@ -29,6 +29,8 @@ Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, err_console
 from cli.config.command_options import EvalOptions
 from cli.config.options import typed_options
@@ -45,7 +47,7 @@ def eval_(
     *,
     opts: EvalOptions,
 ) -> None:
-    from cli.eval import evaluation
+    from cli.eval import evaluation, passk, quantized, verdict
     from cli.eval import report as eval_report
     from cli.eval.evaluation import EvalJob
     from cli.infer.vllm_engine import choose_engine
@@ -56,12 +58,12 @@ def eval_(
         shown = {"data": opts.data, "source": opts.source, "limit": opts.limit, "models": opts.models}
         dry_run_exit(rd, config, "eval", shown)
     rd.require_exists()
-    wanted = [m.strip() for m in opts.models.split(",") if m.strip()]
-    bad = [m for m in wanted if m not in evaluation.LABELS and m != evaluation.NATIVE]
+    wanted = [quantized.canonical(m.strip()) for m in opts.models.split(",") if m.strip()]
+    bad = [m for m in wanted if m.partition("@")[0] not in evaluation.LABELS and m != evaluation.NATIVE]
     if bad or not wanted:
         raise GrpoError(
             f"unknown checkpoint(s) in --models: {', '.join(bad) or '(none)'} "
-            "(choose base, base-chat, sft, grpo)"
+            "(choose base, base-chat, sft, grpo, control, and a GGUF export as grpo@q4_k_m)"
         )
     # The base-chat row: when named, or with base wherever the tokenizer has a chat template of its own.
     native = True if evaluation.NATIVE in wanted else (None if "base" in wanted else False)
@@ -69,12 +71,15 @@ def eval_(
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo eval")  # before any work: a run in use is refused in a second
     cfg = run_config(rd, config)
-    adapters = rd.adapters()
+    adapters = {**rd.adapters(), **verdict.control_adapter(rd)}  # + grpo/control/adapter (`--control`)
+    if "grpo" in wanted and "control" in adapters and "control" not in wanted:
+        wanted.append("control")  # GRPO is judged against its placebo whenever there is one
     data = () if opts.data or opts.source else ("eval.parquet",)
     check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters], cfg=cfg,
               consumes=[m for m in wanted if m in adapters])  # fmt: skip
     rows, data_label = evaluation.load_rows(rd, opts.data, opts.source, opts.limit)
-    checkpoints = [m for m in wanted if m == "base" or m in adapters]
+    ggufs = {m: quantized.find(rd, m) for m in wanted if quantized.split(m)}  # one line when one is missing
+    checkpoints = [m for m in wanted if m == "base" or m in adapters or m in ggufs]
     skipped = [m for m in wanted if m not in checkpoints]
     if not checkpoints and not native:
         # `--models sft` on a run without an SFT adapter once failed with UnboundLocalError after loading
@@ -96,5 +101,15 @@ def eval_(
         batch_size=opts.batch_size,
         engine=choose_engine(opts.engine),
         native=native,
+        sampling=passk.sampling_of(cfg, opts.samples) if opts.samples > 1 else None,
+        ggufs=ggufs,
+        gguf_runner=_gguf_runner() if ggufs else None,
     )
     eval_report.write(job, evaluation.run(job), data_label, skipped)
+
+
+def _gguf_runner() -> Any:
+    """llama.cpp greedy decoding in a child process (export's verifier), for the ``grpo@q4_k_m`` rows."""
+    from cli.export import gguf
+
+    return gguf.generate

@@ -40,6 +40,10 @@ def export(
 
     # ---- every check that needs no model, before any work ----------------------------------------
     types = gg.parse_types(opts.gguf) if opts.gguf is not None else []
+    if opts.pick_checkpoint and (len(types) != 1 or opts.adapter not in (None, "auto", "newest", "grpo")):
+        raise GrpoError(
+            "--pick-checkpoint picks among GRPO checkpoints at one quantization: --gguf TYPE (one type)"
+        )
     check_choices(opts)  # --merged, --adapter
     merged = opts.merged.lower() if opts.merged else None
     lora = opts.lora or not (merged or types)
@@ -73,6 +77,10 @@ def export(
               base_path=str(resolve_model(cfg, rd)), staging=out,
               name=opts.name or f"{rd.path.resolve().name}-{stage}", lora=lora, merged=merged, types=types,
               verify=opts.verify, verify_tokens=opts.verify_tokens)  # fmt: skip
+    if opts.pick_checkpoint:
+        from cli.export.pick import pick
+
+        job.adapter, _ = pick(job, types[0], opts.pick_prompts, out)  # then exported and verified as usual
     _export(job, out, opts.allow_zero)
 
 

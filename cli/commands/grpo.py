@@ -36,6 +36,7 @@ FLAGS = (
     "model", "backend", "lora.dora", "grpo.gens", "grpo.batch_size", "grpo.max_completion_length",
     "grpo.temperature", "grpo.vllm", "grpo.max_steps", "grpo.learning_rate", "grpo.beta", "grpo.loss_type",
     "grpo.scale_rewards", "grpo.rewards", "grpo.save_steps", "grpo.report_to", "grpo.vllm_server",
+    "grpo.control",
 )  # fmt: skip
 
 
@@ -75,8 +76,9 @@ def grpo(
     check_model_unchanged(rd, overrides.get("model"))
     cfg = resolve_config(rd, preset=preset, config_file=config, overrides=overrides)
     launch = opts
+    control = _control(rd, cfg)
     if dry_run:
-        _dry_run(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge)
+        _dry_run(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge, control=control)
     child = ranks.launched()
     if not launch.node_rank:  # one writer per run directory; the other nodes of --num-nodes share node 0's
         rd.hold("grpo grpo")  # before anything is said or written
@@ -84,7 +86,9 @@ def grpo(
         note = distributed.one_gpu_per_process()  # before anything asks CUDA about its devices
         if note:
             err_console.print(f"[yellow]note:[/] {note}")
-    plan = grpo_plan.make_plan(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge)
+    plan = grpo_plan.make_plan(
+        rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge, control=control
+    )
     with grpo_plan.undone_unless_saved(rd, plan, enabled=not child):
         if not child:
             grpo_plan.announce_attempt(rd, plan)
@@ -94,7 +98,19 @@ def grpo(
             _train(rd, cfg, plan, {"distributed": launch.describe()} if child else {})
 
 
-def _dry_run(rd: RunDir, cfg: Config, launch: Plan, *, resume: bool, allow_dora_merge: bool) -> None:
+def _control(rd: RunDir, cfg: Config) -> str | None:
+    """``--control KIND`` (grpo.control): a placebo matched to the run's settings (cli/train/control.py)."""
+    from cli.train import control
+
+    kind = control.check_kind(cfg.grpo.control)
+    if kind:
+        control.check_matched(rd, cfg)
+    return kind
+
+
+def _dry_run(
+    rd: RunDir, cfg: Config, launch: Plan, *, resume: bool, allow_dora_merge: bool, control: str | None
+) -> None:
     """`--dry-run`: the resolved config, then the plan the stage would carry out (or why there is none)."""
     import yaml
 
@@ -103,7 +119,9 @@ def _dry_run(rd: RunDir, cfg: Config, launch: Plan, *, resume: bool, allow_dora_
     from cli.train.plan import make_plan
 
     try:
-        plan: Any = make_plan(rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge).describe()
+        plan: Any = make_plan(
+            rd, cfg, launch, resume=resume, allow_dora_merge=allow_dora_merge, control=control
+        ).describe()
     except GrpoError as exc:
         plan = f"none yet: {exc}"
     typer.echo(to_yaml(cfg) + yaml.safe_dump({"plan": plan}, sort_keys=False, allow_unicode=True), nl=False,
@@ -119,15 +137,17 @@ def _train(rd: RunDir, cfg: Config, plan: Any, scale: dict[str, Any]) -> None:
     from cli.train.stopping import interrupted_note
 
     with (
-        rd.stage("grpo", cfg, backend=plan.backend, **scale) as info,
+        rd.stage("grpo_control" if plan.control else "grpo", cfg, backend=plan.backend, **scale) as info,
         heartbeat.working("grpo: loading", console=console),
     ):
         info.update(run_grpo(plan))
     # Saved once the stage has trained (or was stopped on purpose and saved): the flags of a run that
-    # failed are not remembered, as `grpo sft` does.
-    rd.save_config(cfg)
+    # failed are not remembered, as `grpo sft` does. A control runs on the saved settings: nothing to save.
+    if not plan.control:
+        rd.save_config(cfg)
     if info.get("interrupted_at_step") is not None:
-        interrupted_note(info, f"continue with `grpo grpo --resume --run {rd.path}`")
+        again = f" --control {plan.control}" if plan.control else ""
+        interrupted_note(info, f"continue with `grpo grpo --resume{again} --run {rd.path}`")
 
 
 def _relaunch(rd: RunDir, cfg: Config, plan: Plan, attempt: int) -> None:
@@ -154,7 +174,7 @@ def _launch(rd: RunDir, cfg: Config, plan: Plan) -> None:
         soft_wrap=True,
     )
     code = distributed.launch(path, plan, argv)
-    if code in (0, *distributed.STOPPED):
+    if code in (0, *distributed.STOPPED) and not cfg.grpo.control:
         rd.save_config(cfg)  # the ranks trained (or saved where a signal stopped them)
     if code in distributed.STOPPED:  # rank 0 said where the checkpoint is
         raise typer.Exit(code)

@@ -128,6 +128,16 @@ class EvalOptions:
         flag="--engine",
         panel=GENERATION,
     )
+    # pass@k needs samples: N per prompt at GRPO's own sampling settings (cli/eval/passk.py).
+    samples: int = setting(
+        1,
+        help="Also sample N completions per prompt (the run's GRPO temperature, seeded) for pass@1, pass@k "
+        "and maj@N (1: greedy only).",
+        flag="--samples",
+        panel=GENERATION,
+        ge=1,
+        le=1024,
+    )
 
 
 @dataclass(frozen=True)
@@ -164,6 +174,17 @@ class ExportOptions:
     name: str | None = setting(
         None, help="Base name of GGUF files (default: <run name>-<stage>).", flag="--name", panel=WHAT
     )
+    pick_checkpoint: bool = setting(
+        False,
+        help="With one --gguf type: export every saved checkpoint of the latest GRPO attempt at it, score "
+        "each on held-out prompts through llama.cpp, keep the best after quantization (export/pick.json).",
+        flag="--pick-checkpoint",
+        panel=WHAT,
+    )
+    pick_prompts: int = setting(
+        50, help="Held-out prompts (the last rows of the eval split) --pick-checkpoint scores on.",
+        flag="--pick-prompts", panel=WHAT, ge=1,
+    )  # fmt: skip
     verify: int = setting(
         8,
         help="Held-out prompts decoded through HF and through each artifact (0: reload only).",

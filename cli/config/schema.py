@@ -306,6 +306,29 @@ class GRPOConfig:
     vllm_is_min: float = setting(0.5, help="Lower bound of the importance ratio (vllm_is_mode).", ge=0)
     vllm_is_max: float = setting(2.0, help="Upper bound of the importance ratio (vllm_is_mode).", gt=0)
     # DAPO's dynamic sampling, online: groups with no reward spread refilled within the step.
+    # The verifier audit (cli/train/audit.py): Math-Verify re-judges a sample of every Nth rollout batch.
+    audit_every: int = setting(
+        0,
+        help="Re-judge a sample of every Nth rollout batch with Math-Verify in its own process (0: off).",
+        ge=0,
+    )
+    audit_sample: int = setting(16, help="Completions re-judged per audited batch.", ge=1)
+    audit_min_agreement: float = setting(
+        0.9, help="Warn when the audit agrees with the training verifier on fewer answers.", ge=0, le=1
+    )
+    audit_constant_batches: int = setting(
+        5, help="Warn when every correctness verdict of this many batches in a row is the same.", ge=1
+    )
+    # A placebo attempt (cli/train/control.py): never saved in config.yaml, so the next run is GRPO again.
+    control: str | None = setting(
+        None,
+        help="Train a placebo attempt: shuffled-answers (each prompt scored against another's gold) or "
+        "random-reward (scores drawn from the batch's real ones); same data, steps, seed and settings, its "
+        "adapter in grpo/control/ (`grpo eval` compares GRPO with it).",
+        flag="--control",
+        panel=TRAIN,
+        choices=("shuffled-answers", "random-reward"),
+    )
     dynamic_sampling: bool = setting(
         False, help="Refill groups whose rewards have no spread with fresh prompts, within the step (DAPO)."
     )

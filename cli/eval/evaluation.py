@@ -78,7 +78,8 @@ def load_rows(
     return rows, "data/eval.parquet"
 
 
-LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO"}
+LABELS = {"base": "Base (pretrained)", "sft": "After SFT (format warm-up)", "grpo": "After GRPO",
+          "control": "Control (placebo GRPO)"}  # fmt: skip
 # The base model asked the question alone in its own chat template: what it can do before our format.
 NATIVE = "base-chat"
 NATIVE_LABEL = "Base, own chat template"
@@ -136,7 +137,12 @@ class EvalJob:
     # The base row in the model's own chat template: its prompts and the token that ends its turns.
     native_prompts: list[str] = field(default_factory=list)
     native_stops: list[int] = field(default_factory=list)
-    native: bool | None = None  # the base-chat row: asked (True), not (False), with base (None)
+    native: bool | None = None  # the base-chat row: asked (True), not (False), with base on a GPU (None)
+    sampling: generation.Sampling | None = None  # --samples N: N sampled completions too (cli/eval/passk.py)
+    # `--models grpo@q4_k_m`: GGUF rows (cli/eval/quantized.py), decoded by ``gguf_runner`` (the command's
+    # cli.export.gguf.generate: llama.cpp in a child process).
+    ggufs: dict[str, Path] = field(default_factory=dict)
+    gguf_runner: Callable[..., dict[str, Any]] | None = None
 
     def stages(self) -> list[str]:
         """The rows to decode, in table order: the base-chat row follows the base one (first without it)."""
@@ -154,6 +160,7 @@ class Scored:
     samples: list[dict[str, Any]] = field(default_factory=list)
     per_prompt: dict[str, list[float]] = field(default_factory=dict)
     rewards_source: str = ""
+    sampled: dict[str, Any] = field(default_factory=dict)  # checkpoint -> passk.SampledStage (--samples N)
 
 
 def run(job: EvalJob) -> Scored:
@@ -181,6 +188,10 @@ def run(job: EvalJob) -> Scored:
                     raise GrpoError("nothing to score: add base, sft or grpo to --models")
         job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
         pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
+        if job.ggufs:
+            from cli.eval.quantized import decode_all
+
+            pregenerated.update(decode_all(job, tokenizer))
         decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
         return _decode_and_score(job, pregenerated, decoder)
 
@@ -209,6 +220,10 @@ def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder:
                 gens = decoder.generate(stage, tally.batch, tally.step)
             seconds = job.engine_info.get("stage_seconds", {}).get(stage, time.time() - start)
             _score_stage(job, stage, gens, seconds, scored)
+            if job.sampling is not None and stage != NATIVE and stage not in job.ggufs:
+                from cli.eval.passk import sample_stage
+
+                sample_stage(job, stage, pregenerated, decoder, progress, scored)
     return scored
 
 
@@ -251,18 +266,21 @@ class _Tally:
 
 def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, list[Any]]:
     """All prompts of every checkpoint through one vLLM engine (base + each adapter)."""
-    from cli.infer.vllm_engine import generate_all
+    from cli.infer.vllm_engine import Extra, generate_all
 
     t_gen = time.time()
     pregenerated, job.engine_info = generate_all(
         base_path,
         tokenizer,
         job.prompts,
-        job.checkpoints,
+        [c for c in job.checkpoints if c not in job.ggufs],
         job.adapters,
         max_new_tokens=job.max_new_tokens,
         progress=lambda stage, n: err_console.print(f"{stage:>4}: {n} completions (vLLM)"),
-        base_extra={NATIVE: (job.native_prompts, job.native_stops)} if NATIVE in job.stages() else None,
+        extra=Extra(
+            base={NATIVE: (job.native_prompts, job.native_stops)} if NATIVE in job.stages() else {},
+            sampling=job.sampling,
+        ),
     )
     job.engine_info["generation_seconds"] = round(time.time() - t_gen, 2)
     return pregenerated
@@ -314,6 +332,12 @@ class _HFDecoder:
             return decode()
 
 
+def _gguf_label(stage: str) -> str:
+    from cli.eval.quantized import label
+
+    return label(stage, LABELS)
+
+
 def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scored: Scored) -> None:
     rows, spec = job.rows, job.spec
     sc = scoring.score(
@@ -326,8 +350,9 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
     rewards = [f + a for f, a in zip(sc.format, sc.accuracy, strict=True)]
     result = {
         "checkpoint": stage,
-        "label": NATIVE_LABEL if stage == NATIVE else LABELS[stage],
+        "label": NATIVE_LABEL if stage == NATIVE else LABELS.get(stage) or _gguf_label(stage),
         "adapter": str(job.adapters[stage]) if stage in job.adapters else None,
+        **({"gguf": str(job.ggufs[stage])} if stage in job.ggufs else {}),
         "n": len(rows),
         "format_compliance": sum(sc.format_ok) / len(rows),
         "accuracy": sum(sc.correct) / len(rows),

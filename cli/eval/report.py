@@ -3,10 +3,12 @@ and the table printed at the end; 95 % intervals and paired differences between 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from cli.common import console, err_console
+from cli.eval import passk, verdict
 from cli.eval.evaluation import EvalJob, Scored, paired_differences
 from cli.run.atomic import atomic_dir
 
@@ -87,7 +89,12 @@ def eval_figure(results: list[dict[str, Any]], title: str) -> Any:
         return None
     labels = [wrap_label(r["label"]) for r in results]
     x = list(range(len(labels)))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
+    sampled = [r.get("sampled") for r in results]
+    panels = 3 if any(sampled) else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4.2))
+    ax1, ax2 = axes[0], axes[1]
+    if panels == 3:
+        _sampled_panel(axes[2], labels, sampled)
     width = 0.38
     # The base-chat row has no format columns: no bar, labelled n/a.
     fmt = [r["format_compliance"] for r in results]
@@ -115,6 +122,24 @@ def eval_figure(results: list[dict[str, Any]], title: str) -> Any:
     return fig
 
 
+def _sampled_panel(ax: Any, labels: list[str], sampled: list[dict[str, Any] | None]) -> None:
+    """pass@1, pass@N and maj@N per checkpoint (`--samples N`); a row without samples has no bars."""
+    n = next(s["samples"] for s in sampled if s)
+    metrics = ("pass@1", f"pass@{n}", f"maj@{n}")
+    width = 0.8 / len(metrics)
+    for j, metric in enumerate(metrics):
+        values = [100 * s[metric]["value"] if s else 0.0 for s in sampled]
+        xs = [i + (j - 1) * width for i in range(len(labels))]
+        bars = ax.bar(xs, values, width, label=metric)
+        shown = [f"{v:.0f}%" if s else "" for v, s in zip(values, sampled, strict=True)]
+        ax.bar_label(bars, labels=shown, fontsize=7, padding=2)
+    ax.set_xticks(list(range(len(labels))), labels, fontsize=8)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("%")
+    ax.legend(loc="upper left", fontsize=8, ncols=3)
+    ax.set_title(f"{n} samples per prompt (GRPO's temperature)", fontsize=10)
+
+
 def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> None:
     """Write the four files into <run>/eval (one rename), record the stage, print the table."""
     rd, spec, rows, results = job.rd, job.spec, job.rows, scored.results
@@ -132,11 +157,25 @@ def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> 
         **job.engine_info,
     }
     report = {**meta, "results": results, "paired": paired_differences(scored.per_prompt)}
+    sampled = passk.section(scored.sampled) or None
+    if sampled:
+        report["sampled"] = {
+            **sampled,
+            "sampling": dataclasses.asdict(job.sampling) if job.sampling else None,
+        }
+        for r in results:  # each row carries its sampled figures (eval.png's third panel)
+            r["sampled"] = next((s for s in sampled["results"] if s["checkpoint"] == r["checkpoint"]), None)
+    report["verdict"] = verdict.build(results, scored.samples, sampled, verdict.control_info(rd))
+    title = f"grpo eval — {data_label} ({len(rows)} problems" + (
+        f"; greedy, and {sampled['samples']} samples each)" if sampled else ", greedy)"
+    )
     png = plot_png(results, f"grpo eval — {data_label}, n={len(rows)}, greedy")
     with atomic_dir(rd.eval_dir) as tmp:
         (tmp / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         (tmp / "report.md").write_text(
-            markdown_table(results, {**meta, "paired": report["paired"]}), encoding="utf-8"
+            verdict.markdown(report["verdict"], title)
+            + markdown_table(results, {**meta, "paired": report["paired"]}),
+            encoding="utf-8",
         )
         if png is not None:
             (tmp / "eval.png").write_bytes(png)
@@ -152,7 +191,7 @@ def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> 
             "results": {r["checkpoint"]: {k: r[k] for k in keys} for r in results},
         },
     )
-    print_results(results, report["paired"], data_label, len(rows))
+    verdict.print_verdict(report["verdict"], title)
     written = ["report.json", "report.md", "samples.jsonl"] + (["eval.png"] if png is not None else [])
     console.print(f"report: {rd.eval_dir} ({', '.join(written)})")
     if png is None:

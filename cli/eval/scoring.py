@@ -116,14 +116,7 @@ def score(
     answers = [str(a) for a in answers]
     fmt = [float(x) for x in fmt_fn(prompts=prompts, completions=msgs, answer=answers)]
     acc = [float(x) for x in acc_fn(prompts=prompts, completions=msgs, answer=answers)]
-    sc = spec.scores
-    correct = []
-    for c, a, s in zip(completions, answers, acc, strict=False):
-        ok = s >= min(sc.answer_exact, sc.answer_strip)
-        if not ok:
-            _, solution, _ = split_completion(spec, c)
-            ok = s != sc.answer_missing and solution is not None and _numeric_equal(solution, a)
-        correct.append(bool(ok))
+    correct = seed_verdicts(spec, completions, answers, acc)
     return Scores(
         fmt,
         acc,
@@ -133,6 +126,27 @@ def score(
         math_verdicts(spec, completions, answers),
         lenient_verdicts(completions, answers),
     )
+
+
+def seed_verdicts(
+    spec: FormatSpec, completions: Sequence[str], answers: Sequence[str], acc: Sequence[float] | None = None
+) -> list[bool]:
+    """Correct by the seed rule (:func:`score`'s ``correct``) alone: ``acc``, the answer reward's scores, is
+    computed when not given. The verifier audit calls it on every rollout batch (cli/train/audit.py)."""
+    sc = spec.scores
+    answers = [str(a) for a in answers]
+    if acc is None:
+        _, acc_fn, _ = reward_functions(spec)
+        msgs = [[{"role": "assistant", "content": c}] for c in completions]
+        acc = [float(x) for x in acc_fn(prompts=[""] * len(completions), completions=msgs, answer=answers)]
+    correct = []
+    for c, a, s in zip(completions, answers, acc, strict=False):
+        ok = s >= min(sc.answer_exact, sc.answer_strip)
+        if not ok:
+            _, solution, _ = split_completion(spec, c)
+            ok = s != sc.answer_missing and solution is not None and _numeric_equal(solution, a)
+        correct.append(bool(ok))
+    return correct
 
 
 def math_verdicts(spec: FormatSpec, completions: Sequence[str], answers: Sequence[str]) -> list[bool]:

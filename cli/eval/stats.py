@@ -51,3 +51,18 @@ def paired_bootstrap(
     means = diffs[rng.integers(0, n, size=(iters, n))].mean(axis=1)
     lo, hi = np.percentile(means, [2.5, 97.5])
     return (float(diffs.mean()), float(lo), float(hi))
+
+
+def bootstrap_ci(values: Sequence[float], *, iters: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high): 95 % percentile interval of the mean, resampling prompts (pass@k, maj@k: each
+    prompt's value is already a mean over its samples, so the prompts are the unit)."""
+    n = len(values)
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    import numpy as np
+
+    arr = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, n, size=(iters, n))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return (float(arr.mean()), float(lo), float(hi))

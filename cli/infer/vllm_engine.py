@@ -14,6 +14,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,21 @@ def _lora_rank(adapters: dict[str, Path]) -> int:
     raise GrpoError(f"LoRA rank {rank} is above what vLLM serves (512): use --engine hf")
 
 
+SAMPLED = "#sampled"  # the suffix of a checkpoint's sampled completions in generate_all's answer
+
+
+@dataclass(frozen=True)
+class Extra:
+    """What :func:`generate_all` decodes beyond each checkpoint's greedy completions."""
+
+    # Named prompt sets, ``(prompts, stop ids)`` beyond EOS, through the base model alone, greedy (`grpo
+    # eval`'s base row in the model's own chat template).
+    base: dict[str, tuple[Sequence[str], Sequence[int]]] = field(default_factory=dict)
+    # `grpo eval --samples N`: ``sampling.n`` completions of each prompt per checkpoint, grouped per prompt,
+    # under ``"<checkpoint>#sampled"``.
+    sampling: Sampling | None = None
+
+
 def generate_all(
     base_path: str,
     tokenizer: Any,
@@ -72,11 +88,9 @@ def generate_all(
     *,
     max_new_tokens: int,
     progress: Any = None,
-    base_extra: dict[str, tuple[Sequence[str], Sequence[int]]] | None = None,
+    extra: Extra | None = None,
 ) -> tuple[dict[str, list[Any]], dict[str, Any]]:
-    """Greedy completions of ``prompts`` for each checkpoint (``base`` or a key of ``adapters``), and of
-    each named ``base_extra`` prompt set, ``(prompts, stop ids)`` beyond EOS, through the base model alone
-    (`grpo eval`'s base row in the model's own chat template)."""
+    """Greedy completions of ``prompts`` per checkpoint (``base`` or an ``adapters`` key), and ``extra``."""
     os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # the minimal vLLM bundle has no flashinfer
     import torch
     from vllm import LLM, SamplingParams
@@ -86,11 +100,11 @@ def generate_all(
     from cli.infer.vllm_memory import model_shape, plan_vllm
 
     ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    extra: dict[str, tuple[list[list[int]], list[int], list[str]]] = {}
-    for name, (extra_prompts, stops) in (base_extra or {}).items():
+    base_sets: dict[str, tuple[list[list[int]], list[int], list[str]]] = {}
+    for name, (extra_prompts, stops) in (extra.base if extra else {}).items():
         tokens = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in extra_prompts]
-        extra[name] = (tokens, [int(t) for t in stops], list(extra_prompts))
-    longest = max((len(x) for x in [*ids, *(t for e in extra.values() for t in e[0])]), default=1)
+        base_sets[name] = (tokens, [int(t) for t in stops], list(extra_prompts))
+    longest = max((len(x) for x in [*ids, *(t for e in base_sets.values() for t in e[0])]), default=1)
     used = {k: v for k, v in adapters.items() if k in checkpoints}
     total = int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
     plan = plan_vllm(
@@ -132,7 +146,11 @@ def generate_all(
         seconds[stage] = round(time.perf_counter() - t0, 2)
         if progress is not None:
             progress(stage, len(gens))
-    for stage, (extra_ids, stops, extra_prompts) in extra.items():
+        if extra and extra.sampling:  # the same engine, the same adapter
+            out[stage + SAMPLED] = _sampled(
+                llm, tokenizer, prompts, inputs, extra.sampling, max_new_tokens, lora
+            )
+    for stage, (extra_ids, stops, extra_prompts) in base_sets.items():
         t0 = time.perf_counter()
         stop = eos + [t for t in stops if t not in eos]
         out[stage] = _greedy_base(llm, tokenizer, extra_prompts, extra_ids, stop, max_new_tokens)
@@ -141,6 +159,32 @@ def generate_all(
             progress(stage, len(out[stage]))
     info = {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib}
     return out, {**info, "stage_seconds": seconds}
+
+
+def _sampled(
+    llm: Any, tokenizer: Any, prompts: Sequence[str], inputs: list[Any], sampling: Sampling, max_new: int,
+    lora: Any,
+) -> list[list[Any]]:  # fmt: skip
+    """``sampling.n`` completions of each prompt (grouped per prompt) from one checkpoint, seeded."""
+    from vllm import SamplingParams
+
+    from cli.infer.generation import Generation, _eos_ids, _trim
+
+    eos = _eos_ids(tokenizer)
+    params = SamplingParams(
+        n=sampling.n, temperature=sampling.temperature, min_p=sampling.min_p, top_p=sampling.top_p,
+        max_tokens=max_new, stop_token_ids=eos or None, skip_special_tokens=False, seed=sampling.seed,
+        **({"top_k": sampling.top_k} if sampling.top_k else {}),
+    )  # fmt: skip
+    results = llm.generate(inputs, params, lora_request=lora, use_tqdm=False)
+    groups = []
+    for prompt, res in zip(prompts, results, strict=True):
+        group = []
+        for o in res.outputs:
+            toks = _trim(list(o.token_ids), eos, tokenizer.pad_token_id)
+            group.append(Generation(prompt, tokenizer.decode(toks, skip_special_tokens=False), toks))
+        groups.append(group)
+    return groups
 
 
 def _greedy_base(

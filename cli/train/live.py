@@ -128,6 +128,7 @@ class LiveSpec:
 
     max_steps: int
     attempt: int | None = None
+    control: str | None = None  # a placebo attempt (cli/train/control.py): its rows and lines say so
     reward_names: list[str] | None = None
     from_sft: bool = False  # the hint for groups with no signal then says so
     vllm_gib: float | None = None
@@ -269,6 +270,7 @@ class LiveView:
         row: dict[str, Any] = {
             "stage": self.stage,
             **({"attempt": self.attempt} if self.attempt is not None else {}),
+            **({"control": self.spec.control} if self.spec.control else {}),
             "step": step,
             "max_steps": total,
             "time": round(time.time(), 3),
@@ -317,6 +319,8 @@ class LiveView:
     def print_row(self, row: dict[str, Any]) -> None:
         step, total = row["step"], row["max_steps"]
         parts = [f"[bold]{self.stage}[/] {step}/{total}"]
+        if self.spec.control:
+            parts[0] += f" [magenta]CONTROL ({self.spec.control})[/]"
         if "loss" in row and _num(row["loss"]) is not None:
             parts.append(f"loss {row['loss']:.4g}")
         if self.stage == "grpo":
@@ -338,6 +342,8 @@ class LiveView:
                 parts.append(f"{name} {v:.3g}")
         if row.get("format_hit_rate") is not None:
             parts.append(f"format {row['format_hit_rate']:.0%}")
+        if _num(row.get("audit_agreement")) is not None:
+            parts.append(f"audit {row['audit_agreement']:.0%}")
         if _num(row.get("frac_reward_zero_std")) is not None:
             parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
         if _num(row.get("completions/mean_length")) is not None:

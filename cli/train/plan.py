@@ -66,6 +66,7 @@ class GrpoPlan:
     hardware: Hardware
     vllm: VllmPlan | None  # the colocated engine's share of the GPU (None: no colocated engine)
     support: Support | None  # our LM head scores over this support (None: the backend's own head)
+    control: str | None = None  # a placebo attempt (cli/train/control.py): shuffled-answers | random-reward
 
     @property
     def dtype(self) -> str:
@@ -118,6 +119,7 @@ class GrpoPlan:
             "rollouts": _rollout_word(self),
             "start": f"checkpoint {self.resume}" if self.resume else str(self.adapter or "fresh LoRA"),
             "attempt": self.attempt,
+            **({"control": self.control} if self.control else {}),
             "checkpoints": str(self.checkpoints),
             "rewards": {r.name: r.weight for r in self.rewards},
             "budget": {"prompt_tokens": self.budget.prompt, "completion_tokens": self.budget.completion,
@@ -251,12 +253,21 @@ def _rollout_word(plan: GrpoPlan) -> str:
     return "vLLM (Unsloth fast_inference)" if plan.backend == "unsloth" else "vLLM (TRL colocate)"
 
 
-def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_dora_merge: bool) -> GrpoPlan:
+def make_plan(
+    rd: RunDir,
+    cfg: Config,
+    launch: Launch,
+    *,
+    resume: bool,
+    allow_dora_merge: bool,
+    control: str | None = None,
+) -> GrpoPlan:
     """Decide everything (see the module docs); raises :class:`GrpoError` on the first thing that is wrong."""
     from cli.models.resolve import check_model
     from cli.run.preflight import check_run
     from cli.train import backends
     from cli.train.checkpoints import attempt_inputs, check_resume_inputs, plan_attempt
+    from cli.train.control import check_resume, rewards_for
     from cli.train.reporters import check_reporter
     from cli.train.rewards import resolve_rewards
 
@@ -275,6 +286,8 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     dora = backends.uses_dora(cfg, adapter)
     url = distributed.server_url(g.vllm_server) if g.vllm_server else None
     attempt, attempt_dir, checkpoint = plan_attempt(rd.grpo_dir / "checkpoints", resume)
+    if checkpoint is not None:
+        check_resume(control, attempt, attempt_dir)
     if checkpoint is not None and not child:
         check_resume_inputs(attempt_dir, attempt, attempt_inputs(rd, cfg.format_spec().contract_hash()))
         distributed.check_resume(checkpoint, launch)
@@ -308,9 +321,10 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     budget = RolloutBudget.of(cfg, read_stats(rd))
     colocated = use_vllm and not g.vllm_server
     return GrpoPlan(
-        cfg=cfg, run=rd, launch=launch, backend=chosen, backend_reason=why, rewards=tuple(reward_list),
-        use_vllm=use_vllm, uses_dora=dora, adapter=adapter, attempt=attempt, checkpoints=attempt_dir,
-        resume=checkpoint, budget=budget, hardware=hw, support=_support(cfg, chosen, use_vllm, hw),
+        cfg=cfg, run=rd, launch=launch, backend=chosen, backend_reason=why,
+        rewards=rewards_for(control, reward_list, cfg.seed), use_vllm=use_vllm, control=control,
+        uses_dora=dora, adapter=adapter, attempt=attempt, checkpoints=attempt_dir, resume=checkpoint,
+        budget=budget, hardware=hw, support=_support(cfg, chosen, use_vllm, hw),
         vllm=_vllm_share(cfg, rd, budget, hw) if colocated else None,
     )  # fmt: skip
 

@@ -112,6 +112,7 @@ def summary(plan: GrpoPlan, result: GrpoResult) -> dict[str, Any]:
         "samples_per_second": round(global_batch / r.typical_step, 3) if r.typical_step else None,
         "from": "checkpoint" if plan.resume else ("sft_adapter" if plan.adapter else "base"),
         "attempt": plan.attempt,
+        "control": plan.control,
         "checkpoints": str(plan.checkpoints),
         "steps": r.global_step - r.start_step,
         "global_step": r.global_step,
@@ -142,10 +143,11 @@ def report(plan: GrpoPlan, result: GrpoResult) -> dict[str, Any]:
     """Record the stage (metrics.jsonl, train.png) and say how it went; returns the summary."""
     row = summary(plan, result)
     plan.run.log_metrics({"stage": "grpo_summary", "time": round(time.time(), 3), **row})
-    row["plot"] = write_train_png(plan.run, [r.name for r in plan.rewards], plan.cfg)
+    row["plot"] = write_train_png(plan.run, [r.name for r in plan.rewards], plan.cfg, control=plan.control)
     if result.stopped is None:
         console.print(
-            f"grpo done: {steps_word(row['steps'])} (attempt {plan.attempt}) in {result.train_seconds:.1f} s "
+            f"grpo done: {steps_word(row['steps'])} (attempt {plan.attempt}"
+            f"{f', CONTROL: {plan.control}' if plan.control else ''}) in {result.train_seconds:.1f} s "
             f"({row['seconds_per_step']} s/step, first {row['first_step_seconds']} s), rewards "
             f"{100 * (row['reward_share'] or 0):.2f}% of time{memory_note(row)} → adapter {result.adapter}"
             + (f", curves {row['plot']}" if row["plot"] else "")
@@ -153,8 +155,11 @@ def report(plan: GrpoPlan, result: GrpoResult) -> dict[str, Any]:
     return row
 
 
-def write_train_png(run: RunDir, reward_names: list[str], cfg: Any) -> str | None:
-    """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib."""
+def write_train_png(
+    run: RunDir, reward_names: list[str], cfg: Any, *, control: str | None = None
+) -> str | None:
+    """``<run>/logs/train.png``: the curves of the current attempt (rank 0 only); None without matplotlib.
+    A placebo attempt's go to ``logs/train-control.png``, titled as one (the GRPO curves stay)."""
     from cli.run.atomic import atomic_write_bytes
     from cli.run.plots import current_attempt, train_png
     from cli.run.ranks import is_main
@@ -163,14 +168,15 @@ def write_train_png(run: RunDir, reward_names: list[str], cfg: Any) -> str | Non
         return None
     rows = current_attempt(run.read_metrics(), "grpo")
     attempt = rows[-1].get("attempt", 1) if rows else 1
+    mark = f" — CONTROL ({control}): a reward without information" if control else ""
     png = train_png(
         rows,
         reward_names,
-        f"grpo grpo — {run.path.name}, attempt {attempt}, model {cfg.model}, G={cfg.grpo.gens}",
+        f"grpo grpo — {run.path.name}, attempt {attempt}{mark}, model {cfg.model}, G={cfg.grpo.gens}",
     )
     if png is None:
         return None
-    path = run.logs_dir / "train.png"
+    path = run.logs_dir / ("train-control.png" if control else "train.png")
     atomic_write_bytes(path, png)
     return str(path)
 

@@ -42,6 +42,7 @@ class RewardTracker:
     problems: dict[str, dict[str, int]] = field(default_factory=dict)
     # finite scores each reward gave in the batch being scored (all zero: no reward works)
     batch_finite: list[int] = field(default_factory=list)
+    audit: Any = None  # the verifier audit (cli/train/audit.py, grpo.audit_every): its figures join each row
 
     def problem(self, name: str, kind: str, count: int, detail: str = "") -> None:
         if count <= 0:
@@ -72,6 +73,8 @@ class RewardTracker:
         }
         for name, kinds in self.problems.items():
             out[f"reward_problems/{name}"] = sum(kinds.values())
+        if self.audit is not None:
+            out.update(self.audit.take())
         self.seconds = 0.0
         self.format_hits = self.format_total = 0
         self.problems = {}

@@ -21,7 +21,7 @@ from cli.run.atomic import atomic_write_json
 from cli.run.console import console, err_console
 from cli.run.ranks import is_main, world_size
 from cli.run.rundir import RunDir
-from cli.train import backends
+from cli.train import backends, control
 from cli.train.checkpoints import INPUTS, attempt_inputs, next_attempt_from_metrics
 from cli.train.live import Interrupt, LiveSpec, make_callback, quiet_trainer
 from cli.train.report import GrpoResult, last_logged, report, steps_word
@@ -169,6 +169,8 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
     t_load = time.perf_counter()
     model, tokenizer = _load(plan)
     dataset, data_info = grpo_dataset(plan.cfg, plan.run, tokenizer, plan.budget.prompt)
+    if plan.control:  # a placebo attempt (cli/train/control.py): marked before it trains
+        dataset = _control_start(plan, dataset, data_info)
     load_s = time.perf_counter() - t_load
     # Ctrl-C (or SIGTERM) from the banner on means "stop at the step's end": one that comes while the trainer
     # is being built stops before the first rollout, as one during the rollout does.
@@ -177,13 +179,38 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
         announce(plan, data_info)
         trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt)
         start_step, stopped, train_s = _train_or_finish(trainer, model, plan, interrupt)
+    if obs.tracker is not None and obs.tracker.audit is not None:
+        obs.tracker.audit.close()  # what it was given, judged and written; then the process ends
     obs.device_peak.stop()
-    dest = backends.save_trained_adapter(trainer, model, tokenizer, plan.run.grpo_dir / "adapter")
+    where = control.adapter_dir(plan.run) if plan.control else plan.run.grpo_dir / "adapter"
+    dest = backends.save_trained_adapter(trainer, model, tokenizer, where)
+    if plan.control and is_main():
+        control.record(plan.run, plan.control, plan.checkpoints, {
+            "attempt": plan.attempt, "steps": int(trainer.state.global_step), "seed": plan.cfg.seed,
+            "adapter": str(dest), "checkpoints": str(plan.checkpoints),
+        })  # fmt: skip
     result = GrpoResult.collect(
         trainer, live, obs, adapter=dest, start_step=start_step, stopped=stopped, train_seconds=train_s,
         load_seconds=load_s, data=data_info,
     )  # fmt: skip
     return report(plan, result)
+
+
+def _control_start(plan: GrpoPlan, dataset: Any, data_info: dict[str, Any]) -> Any:
+    """A control attempt's data (shuffled-answers: each prompt takes another's gold) and its mark."""
+    assert plan.control is not None
+    if plan.control == "shuffled-answers":
+        dataset, info = control.shuffle_answers(dataset, plan.cfg.seed)
+        data_info.update(info)
+    data_info["control"] = plan.control
+    if is_main():
+        control.record(plan.run, plan.control, plan.checkpoints, {"attempt": plan.attempt, "steps": None})
+    console.print(
+        f"grpo: [bold magenta]CONTROL[/] attempt {plan.attempt} ({plan.control}): the reward carries no "
+        f"information about correctness; adapter → {control.adapter_dir(plan.run)}",
+        soft_wrap=True,
+    )
+    return dataset
 
 
 def _load(plan: GrpoPlan) -> tuple[Any, Any]:
@@ -282,6 +309,11 @@ def _trainer(
     g = plan.cfg.grpo
     tracker = RewardTracker()
     funcs = wrap_rewards(list(plan.rewards), tracker, plan.cfg.format_spec(), timeout=g.reward_timeout)
+    if g.audit_every and is_main():  # Math-Verify in its own process, fed from the first reward's calls
+        from cli.train.audit import Auditor
+
+        tracker.audit = Auditor(plan.cfg.format_spec(), plan.run.logs_dir, g, seed=plan.cfg.seed).start()
+        funcs[0] = tracker.audit.hook(funcs[0])
     args = plan.trl_args(tokenizer.eos_token)
     if "vllm_sampling_params" in args:  # Unsloth takes vLLM's own object
         from vllm import SamplingParams
@@ -320,6 +352,7 @@ def _trainer(
     spec = LiveSpec(
         max_steps=g.max_steps,
         attempt=plan.attempt,
+        control=plan.control,
         reward_names=[r.name for r in plan.rewards],
         from_sft=plan.from_adapter,
         vllm_gib=plan.vllm.vllm_gib if plan.vllm else None,
