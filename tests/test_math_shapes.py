@@ -71,6 +71,8 @@ CASES: dict[str, list[tuple[str, str, bool]]] = {
         ("**Final Answer:** The answer is $\\frac{3}{4}$.", "\\frac34", True),
         ("Final Answer: The final answer is $12$. I hope it is correct.", "12", True),
         ("Final Answer: The number of ways is 210.", "210", True),
+        ("**Answer: 12**", "12", True),
+        ("Answer: **12**", "12", True),
         ("So the total cost is:\n\\[\n\\$1,250\n\\]", "1250", True),
         ("She makes \\$720 in total from her job at the bakery over the whole week.", "720", True),
         ("Final Answer: The largest $n$ is 34.", "35", False),
