@@ -84,6 +84,8 @@ CASES: dict[str, list[tuple[str, str, bool]]] = {
         ("The solutions are $x=2$ and $x=-3$.", "\\boxed{2, -3}", True),
         ("\\boxed{1, 2, 3}", "$1$, $2$, $3$", True),
         ("\\boxed{3}, \\boxed{4}", "4", False),
+        ("$x_1 = 2$ and $x_2 = -3$", "-3, 2", True),
+        ("$x_1 = 2$, $x_2 = -3$", "2", False),
     ],
     "approx and constant chains": [
         ("x = \\frac{\\sqrt{2}}{2} \\approx 0.707", "\\frac{\\sqrt2}{2}", True),
