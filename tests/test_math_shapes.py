@@ -71,6 +71,8 @@ CASES: dict[str, list[tuple[str, str, bool]]] = {
         ("**Final Answer:** The answer is $\\frac{3}{4}$.", "\\frac34", True),
         ("Final Answer: The final answer is $12$. I hope it is correct.", "12", True),
         ("Final Answer: The number of ways is 210.", "210", True),
+        ("**Answer: 12**", "12", True),
+        ("Answer: **12**", "12", True),
         ("So the total cost is:\n\\[\n\\$1,250\n\\]", "1250", True),
         ("She makes \\$720 in total from her job at the bakery over the whole week.", "720", True),
         ("Final Answer: The largest $n$ is 34.", "35", False),
@@ -82,6 +84,8 @@ CASES: dict[str, list[tuple[str, str, bool]]] = {
         ("The solutions are $x=2$ and $x=-3$.", "\\boxed{2, -3}", True),
         ("\\boxed{1, 2, 3}", "$1$, $2$, $3$", True),
         ("\\boxed{3}, \\boxed{4}", "4", False),
+        ("$x_1 = 2$ and $x_2 = -3$", "-3, 2", True),
+        ("$x_1 = 2$, $x_2 = -3$", "2", False),
     ],
     "approx and constant chains": [
         ("x = \\frac{\\sqrt{2}}{2} \\approx 0.707", "\\frac{\\sqrt2}{2}", True),

@@ -855,7 +855,8 @@ fn anchored<'a>(
         }
         return Some((out, end.max(segs[j].end)));
     }
-    let sentence = s[start..end].trim();
+    // (without the markdown bold that closes it: `**Answer: 12**`)
+    let sentence = s[start..end].trim().trim_end_matches('*').trim_end();
     if sentence.is_empty() {
         return None;
     }

@@ -30,7 +30,8 @@
 //!   before a digit is money unless it closes like math (`$10,200 + $255 = $10,455`). Display math
 //!   states its last line (`… \\ &= 6 - 5i`). Number runs skip `\text{}` asides. Segments of prose
 //!   joined by connectors are one set only when they read alike (the same label, or the same
-//!   shape): `$x = 1$ or $x = 2$` is a set, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer,
+//!   shape, or one variable's numbered values): `$x = 1$ or $x = 2$` and `$x_1 = 2$, $x_2 = -3$`
+//!   are sets, `$\sqrt{c^2-b^2}$, or $\sqrt{51}$` restates one answer,
 //!   and `Then $c = 14,$ and $a_1 = 504.$` states `504`.
 //!   A text with no box, phrase, segment or prose (two plain words in a row) is its own answer.
 //! - Up to three plain words after a final number go (`12 apples` = `12`), and a `\text{…}` after
@@ -248,7 +249,10 @@ fn tokens_of(ans: &extract::Answer) -> Vec<Tok> {
             (Some(x), Some(y)) => shape(x) == shape(y),
             _ => false,
         };
-        if !items.iter().all(|i| alike(i, &items[0])) {
+        // `$x_1 = 2$, $x_2 = -3$`: one variable's numbered values are alike too
+        let base = subscripted_base(&toks[0]);
+        let numbered = base.is_some() && toks.iter().all(|t| subscripted_base(t) == base);
+        if !numbered && !items.iter().all(|i| alike(i, &items[0])) {
             return toks.into_iter().last().unwrap_or_default();
         }
     }
@@ -260,6 +264,20 @@ fn tokens_of(ans: &extract::Answer) -> Vec<Tok> {
         out.extend(t);
     }
     out
+}
+
+/// The letter of an assignment to a subscripted variable (`x_1 = 2`, `x_{2} = -3`), if the tokens
+/// are one.
+fn subscripted_base(toks: &[Tok]) -> Option<char> {
+    match toks {
+        [Tok::Letter(c), Tok::P('_'), rest @ ..] => {
+            let eq = rest.iter().position(|t| *t == Tok::P('='))?;
+            let sub = &rest[..eq];
+            let plain = |t: &Tok| matches!(t, Tok::Num { .. } | Tok::Letter(_) | Tok::P('{' | '}'));
+            (!sub.is_empty() && sub.len() <= 4 && sub.iter().all(plain)).then_some(*c)
+        }
+        _ => None,
+    }
 }
 
 /// What kind of answer an item is, for joining prose segments: a constant, an expression, a

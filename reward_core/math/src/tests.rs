@@ -666,6 +666,7 @@ fn clock_times_mixed_numbers_equations_and_big_integers() {
         ("a=2 and b=3", "a=2,b=3"),
         ("x = 1 \\text{ and } y = 2", "(1, 2)"),
         ("Then $c = 14,$ and $a_1 = 14 \\cdot 6^2 = 504.$", "504"),
+        ("$x_1 = 2$ and $x_2 = -3$", "-3, 2"), // one variable's numbered values
     ];
     for (a, b) in equal {
         assert!(math_equal(a, b), "{a} != {b}");
