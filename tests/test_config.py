@@ -71,7 +71,7 @@ def test_the_cpu_preset_keeps_the_model_and_lists_only_what_differs() -> None:
 
     cfg = resolve(preset="cpu", overrides={"model": "gemma3-270m"})
     assert (cfg.model, cfg.backend, cfg.max_seq_length, cfg.preset) == ("gemma3-270m", "hf", 512, "cpu")
-    assert cfg.sft.grad_accum == 1 and cfg.grpo.max_completion_length == 192
+    assert cfg.sft.grad_accum == 1 and cfg.grpo.max_completion_length == 128
     assert resolve(preset="cpu").model == "tiny"  # no model of its own: --model or the run's
     defaults = Config().to_dict()
     for key, value in PRESETS["cpu"].items():

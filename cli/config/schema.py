@@ -496,9 +496,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 # over the answer's tokens alone). 50 steps of 2 keep the README's CPU recipe, prep to eval, near 10
 # minutes. lr 6e-4: format after SFT on 50 held-out prompts 47, 47 and 44 of 50 in three runs, against 43
 # and 41 at 3e-4 and 34 at 1e-3 (same-seed runs part from step 3 on, CPU float sums; every miss is a greedy
-# loop to the cap). The hf backend is the one measured on the CPU here; 192-token completions cover GSM8K's
-# worked answers (p90 ~132 Gemma tokens) and are also `grpo eval`'s default budget. No model: `--model`
-# (or the run's) keeps it.
+# loop to the cap). The hf backend is the one measured on the CPU here. GRPO: 4 completions of <= 128 tokens
+# a step (the SFT answers are <= 220 tokens with the question; 192 tokens made a step 105-134 s on a 135M
+# model): on Gemma-3-270M a step took 49.8 CPU-seconds (106 s wall at load 8-10 on 2 cores, 2026-12-05;
+# generation ~70 % of it). No model: `--model` (or the run's) keeps it.
 PRESETS["cpu"] = {
     "backend": "hf",
     "max_seq_length": 512,
@@ -512,7 +513,7 @@ PRESETS["cpu"] = {
         "completion_only_loss": True,
         "logging_steps": 1,
     },
-    "grpo": {"max_steps": 20, "max_completion_length": 192},
+    "grpo": {"max_steps": 20, "max_completion_length": 128},
 }
 
 

@@ -234,11 +234,14 @@ def quantize(
     """An f16/bf16 GGUF → ``qtype``, in a child process (llama.cpp native code stays out of the CLI)."""
     if qtype not in QUANTIZE_TYPES:
         raise GrpoError(f"llama.cpp quantizes to {', '.join(QUANTIZE_TYPES)}, not {qtype}")
+    from cli.infer import llamacpp
+
     cmd = [sys.executable, "-m", "cli.export.gguf", "quantize", str(src), str(dst), qtype, str(threads or 0)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=timeout)
+    env = {**_child_env(), llamacpp.ERRORS_ENV: "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if proc.returncode != 0 or not dst.exists():
         log = (proc.stdout or "") + (proc.stderr or "")
-        why = f"signal {-proc.returncode}" if proc.returncode < 0 else _last_error(log)
+        why = _last_error(log) if proc.returncode > 0 else llamacpp.explain(src.name, proc.returncode, log)
         raise GrpoError(f"llama.cpp could not quantize {src.name} to {qtype}: {why}")
 
 

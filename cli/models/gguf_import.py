@@ -82,11 +82,19 @@ def cache_root() -> Path:
     return Path(os.environ.get("GRPO_CACHE", Path.home() / ".cache" / "grpo"))
 
 
-def writable_cache(folder: Path) -> Path:
+def writable_cache(folder: Path, *, make: bool = True) -> Path:
     """``folder`` (under the cache) made and writable, or one line saying why not and what to set: a
-    read-only HOME and a GRPO_CACHE naming a file failed with the OS's words after the file was read."""
+    read-only HOME and a GRPO_CACHE naming a file failed with the OS's words after the file was read.
+    ``make=False``: only what the nearest existing folder above says (nothing is written)."""
     set_by = "GRPO_CACHE" if "GRPO_CACHE" in os.environ else "the cache (~/.cache/grpo)"
     try:
+        if not make:
+            above = next(p for p in (folder, *folder.parents) if p.exists())
+            if not above.is_dir():
+                raise OSError(errno.ENOTDIR, "not a folder")
+            if not os.access(above, os.W_OK):
+                raise OSError(errno.EACCES, "not writable")
+            return folder
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".write-test-{os.getpid()}"
         probe.touch()
@@ -224,6 +232,7 @@ def import_gguf(path: Path, *, dest: Path | None = None, label: str | None = Non
         if hit is not None:
             return hit
     header = read_header(path)
+    writable_cache(root if dest is None else dest.parent, make=False)  # in a second, writing nothing
     check_architecture(header)
     writable_cache(root if dest is None else dest.parent)
     label = label or path.name
