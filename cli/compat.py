@@ -10,8 +10,9 @@ internal                     relied on in                               checked 
 ===========================  =========================================  =====================================
 typer ``TyperOption.         :func:`typer_help` (a flag shows no        tests/test_compat.py
 display_type_rich``          ``<bool>`` type in --help)                 ``test_typer_*``
-typer ``rich_utils.Table``   :func:`typer_help` (--help's flag columns  tests/test_compat.py
-(the options table class)    are never cut at 80 columns)               ``test_typer_*``, ``test_help_at_80*``
+typer ``rich_utils.Table``,  :func:`typer_help` (--help's flag columns  tests/test_compat.py
+``TyperCommand/TyperGroup.   are never cut at 80 columns)               ``test_typer_*``, ``test_help_at_80*``
+format_help``
 Rich ``Console._file``       cli/run/quiet.py, cli/run/heartbeat.py     tests/test_compat.py
                              (a console's output sent to the run's log  ``test_rich_console_file``
                              while a library prints)
@@ -49,9 +50,10 @@ def typer_help() -> None:
       ``--max-completion-leng…``; the flag names now keep their width, the type and help columns wrap, and
       a word too long for its column folds onto the next line instead of ending in ``…``.
 
-    Other typer releases (no such names): nothing is changed, and tests/test_compat.py fails."""
-    from typer import rich_utils
-    from typer.core import TyperOption
+    Other typer releases (no such names): nothing is changed, and tests/test_compat.py fails. typer imports
+    its Rich formatting (``typer.rich_utils``, with rich.table) only to print help; the table is swapped
+    then, so a command that prints no help does not pay for that import."""
+    from typer.core import TyperCommand, TyperGroup, TyperOption
 
     shown = getattr(TyperOption, "display_type_rich", None)
     if shown is not None and not getattr(shown, "_grpo", False):
@@ -63,6 +65,23 @@ def typer_help() -> None:
 
         display_type_rich._grpo = True  # type: ignore[attr-defined]
         TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+    for cls in (TyperCommand, TyperGroup):
+        original = cls.format_help
+        if getattr(original, "_grpo", False):
+            continue
+
+        def format_help(self: Any, ctx: Any, formatter: Any, _original: Any = original) -> Any:
+            _narrow_table()
+            return _original(self, ctx, formatter)
+
+        format_help._grpo = True  # type: ignore[attr-defined]
+        cls.format_help = format_help  # type: ignore[method-assign]
+
+
+def _narrow_table() -> None:
+    """typer's options table class, subclassed (once) so that narrow terminals cut no flag name."""
+    from typer import rich_utils
 
     table = getattr(rich_utils, "Table", None)
     if table is not None and not getattr(table, "_grpo", False):
@@ -86,7 +105,7 @@ def _options_table(base: type) -> type:
                 if sum(widest) + 2 * len(widest) + HELP_WIDTH > options.max_width:
                     for column in flags:
                         column.no_wrap = True
-                    kind.max_width = self._width(console, options, kind, lambda m: m.minimum)
+                    kind.max_width = max(TYPE_WIDTH, self._width(console, options, kind, lambda m: m.minimum))
                     text.ratio = 1
             return super().__rich_console__(console, options)
 
@@ -99,3 +118,5 @@ def _options_table(base: type) -> type:
 
 # Below this many columns for the help text, --help's options table is laid out for a narrow terminal.
 HELP_WIDTH = 30
+# A narrow table's type column: "<float range>" on one line, its range ("[x>=0.0]") on the next.
+TYPE_WIDTH = 13

@@ -417,6 +417,7 @@ def test_ctrl_c_saves_one_checkpoint_across_ranks(prepped: Path, tmp_path: Path)
     finally:  # also when the per-test timeout interrupts a hang: no rank is left running
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdout.close()  # an open pipe is a ResourceWarning, an error under filterwarnings = error
     assert returncode == 130
     out = "".join(seen)
     assert "Traceback" not in out and "ChildFailedError" not in out and "error:" not in out
@@ -447,7 +448,8 @@ def test_no_rank_outlives_a_killed_parent(prepped: Path, tmp_path: Path) -> None
         if line.startswith("grpo 1/100000"):
             break
     # Keep reading so that no rank blocks on a full pipe (it would then look alive, or hang, for that).
-    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    reader = threading.Thread(target=proc.stdout.read, daemon=True)
+    reader.start()
     family = psutil.Process(proc.pid).children(recursive=True)
     assert len(family) >= 3  # the launcher (torchrun's agent) and its two ranks
     proc.kill()
@@ -455,4 +457,7 @@ def test_no_rank_outlives_a_killed_parent(prepped: Path, tmp_path: Path) -> None
     gone, alive = psutil.wait_procs(family, timeout=45)
     for p in alive:  # do not leave them running if the check fails
         p.kill()
+    reader.join(timeout=30)  # every writer is gone: the read ends, and the pipe can be closed
+    if not reader.is_alive():
+        proc.stdout.close()
     assert not alive, f"{len(alive)} process(es) outlived the killed parent"

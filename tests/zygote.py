@@ -191,6 +191,8 @@ class Zygote:
         return Child(self, [str(a) for a in argv])
 
     def close(self) -> None:
+        """End the zygote (its stdin closed: it leaves its loop) and close its pipes: an unclosed pipe is a
+        ResourceWarning at garbage collection, an error under the suite's ``filterwarnings = error``."""
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         try:
@@ -198,3 +200,5 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
