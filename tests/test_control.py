@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLES, grpo_cli, invoke, metrics, ok, one_error_line
+from helpers import SAMPLES, cli_env, grpo_cli, invoke, metrics, ok, one_error_line
 
 from cli.train.control import derangement, random_rewards, shuffle_answers
 from cli.train.rewards import Reward
@@ -76,7 +76,26 @@ def test_control_attempts_are_kept_apart_and_judged(tiny_run: Path) -> None:
     line = one_error_line(invoke("grpo", "--run", run, "--control", "coin"))
     assert "grpo.control" in line and "shuffled-answers" in line
 
-    out = ok(grpo_cli("grpo", "--run", run, "--control", "shuffled-answers"))
+    dump = tiny_run.parent / "reward-log"  # every batch the rewards scored (cli/train/rewards.py)
+    out = ok(
+        grpo_cli(
+            "grpo",
+            "--run",
+            run,
+            "--control",
+            "shuffled-answers",
+            env={**cli_env(), "GRPO_REWARD_LOG": str(dump)},
+        )
+    )
+    # The rewards saw other prompts' golds: no prompt was scored against its own.
+    import pandas as pd
+
+    train = pd.read_parquet(tiny_run / "data" / "train.parquet")
+    gold = {str(q): str(a).strip() for q, a in zip(train["question"], train["answer"], strict=True)}
+    batches = [json.loads(x) for x in (dump / "rank0.jsonl").read_text().splitlines()]
+    seen = [(p[-1]["content"], a) for b in batches for p, a in zip(b["prompts"], b["answer"], strict=True)]
+    assert seen and {a for _, a in seen} <= set(gold.values())
+    same = {q for q, a in seen if gold[q] == a}  # only where two prompts share a gold answer
     assert "CONTROL attempt 2 (shuffled-answers)" in out and "grpo done: 1 step (attempt 2, CONTROL" in out
     ckpts = tiny_run / "grpo" / "checkpoints"
     assert json.loads((ckpts / "attempt-2" / "control.json").read_text())["control"] == "shuffled-answers"
@@ -91,6 +110,7 @@ def test_control_attempts_are_kept_apart_and_judged(tiny_run: Path) -> None:
     assert [(r["attempt"], r.get("control")) for r in rows] == [(1, None), (2, "shuffled-answers")]
     stages = json.loads((tiny_run / "manifest.json").read_text())["stages"]
     assert stages["grpo_control"]["control"] == "shuffled-answers" and stages["grpo"]["attempt"] == 1
+    assert len(same) <= stages["grpo_control"]["data"]["prompts_whose_borrowed_gold_equals_their_own"] < 12
 
     # --resume continues an attempt as what it was.
     line = one_error_line(invoke("grpo", "--run", run, "--resume"))

@@ -187,13 +187,23 @@ def sample_stage(
     sampling settings (vLLM's, pregenerated; else through the HF decoder), scored into ``scored.sampled``.
     ``job``, ``scored``: :mod:`cli.eval.evaluation`'s EvalJob and Scored (which imports this module)."""
     assert job.sampling is not None
-    task = progress.add_task(f"{stage:>4} ×{job.sampling.n}", total=len(job.prompts), tokens=0)
+    from cli.run import heartbeat
+
+    n, total = job.sampling.n, len(job.prompts)
+    task = progress.add_task(f"{stage:>4} ×{n}", total=total, tokens=0)
+    done = [0]
+    heartbeat.doing(lambda: f"eval {stage}: sampling {n} per prompt, {done[0]}/{total} prompts done")
     start = time.time()
     if stage + SAMPLED in pregenerated:
         groups = pregenerated[stage + SAMPLED]
         progress.advance(task, len(groups))
     else:
-        groups = hf_samples(decoder, stage, job.sampling, lambda k: progress.advance(task, k))
+
+        def advance(k: int) -> None:
+            done[0] += k
+            progress.advance(task, k)
+
+        groups = hf_samples(decoder, stage, job.sampling, advance)
     result = score_groups(job.spec, stage, job.rows, groups)
     result.seconds = time.time() - start
     scored.sampled[stage] = result

@@ -165,6 +165,7 @@ def build(
     return {
         "header": header,
         "rows": body,
+        "names": "; ".join(f"{short(r['checkpoint'])} = {r['label']}" for r in results),
         "differences": diffs,
         "placebo": placebo_line(diffs, control),
         "collapse": (sampled or {}).get("collapse"),
@@ -181,6 +182,8 @@ LEGEND = (
 
 def markdown(verdict: dict[str, Any], title: str) -> str:
     out = [f"# {title}", "", *_grid(verdict["header"], verdict["rows"]), ""]
+    if verdict.get("names"):
+        out += [*textwrap.wrap(f"Rows: {verdict['names']}.", 80), ""]
     diffs = diff_table(verdict["differences"])
     if diffs:
         out += ["Paired differences (later − earlier, same prompts, paired bootstrap):", "", *diffs, ""]
@@ -198,6 +201,8 @@ def print_verdict(verdict: dict[str, Any], title: str) -> None:
     console.print(title, markup=False, highlight=False)
     for text in _grid(verdict["header"], verdict["rows"]):
         console.print(text, markup=False, highlight=False, soft_wrap=True)
+    if verdict.get("names"):
+        console.print(f"rows: {verdict['names']}", markup=False, highlight=False, soft_wrap=True)
     diffs = diff_table(verdict["differences"])
     if diffs:
         console.print("paired differences (later − earlier, 95 % paired bootstrap over prompts):")
