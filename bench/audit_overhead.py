@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def rollouts(n: int) -> tuple[list[str], list[str]]:
-    from cli.run.data import SAMPLES
+    from cli.run import SAMPLES
 
     rows = [json.loads(x) for x in (SAMPLES / "gsm8k_test.jsonl").read_text().splitlines()]
     texts, golds = [], []
@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=30)
     args = ap.parse_args()
 
-    from cli.train.audit import Auditor
+    from cli.train import Auditor
     from py_rewards import make_reward_funcs
     from py_rewards.spec import get_spec
 

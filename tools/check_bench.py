@@ -44,7 +44,8 @@ def _from_import(rel: Path, node: ast.ImportFrom) -> list[str]:
     parts = (node.module or "").split(".")
     where = f"{rel}:{node.lineno}"
     if len(parts) != 2:
-        return [f"{where}: `from {node.module} import …`: import from the package (`from cli.{parts[-1]}…`)"]
+        package = ".".join(parts[:2])
+        return [f"{where}: `from {node.module} import …`: import from the package (`from {package} …`)"]
     try:
         package = importlib.import_module(node.module or "")
     except ImportError as exc:

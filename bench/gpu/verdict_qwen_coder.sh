@@ -3,10 +3,10 @@
 # shuffled-answers placebo of the same length, on all 1,319 GSM8K test prompts, with pass@1/pass@8/maj@8 for
 # SFT, GRPO and the control, and the q4_k_m / q8_0 GGUF rows.
 #
-# Scripted, not yet run. It reuses bench/h200_qwen_coder.sh for the payload and the run up to SFT:
-#   bash bench/h200_qwen_coder.sh unpack PARTS_DIR     # (background) the small payload
-#   bash bench/h200_qwen_coder.sh prep PARTS_DIR       # (background) GGUF import, prep, SFT → $W/runs/sft
-# then, each phase in the background and polled with `bash bench/h200_qwen_coder.sh wait FILE` (a device call
+# Scripted, not yet run. It reuses bench/gpu/h200_qwen_coder.sh for the payload and the run up to SFT:
+#   bash bench/gpu/h200_qwen_coder.sh unpack PARTS_DIR     # (background) the small payload
+#   bash bench/gpu/h200_qwen_coder.sh prep PARTS_DIR       # (background) GGUF import, prep, SFT → $W/runs/sft
+# then, each phase in the background and polled with `bash bench/gpu/h200_qwen_coder.sh wait FILE` (a device call
 # is at most 10 minutes):
 #   bash bench/gpu/verdict_qwen_coder.sh train         # V: GRPO for GRPO_SECONDS (as round "solo" of the
 #                                                      #   learning issue), then --control shuffled-answers in
@@ -48,7 +48,7 @@ until_deadline() {  # NAME SECONDS CMD...: CMD in the background, SIGINT at the 
 
 case "${1:-}" in
   train)
-    [ -e "$W/prep.done" ] || { stamp "run bench/h200_qwen_coder.sh prep first"; exit 1; }
+    [ -e "$W/prep.done" ] || { stamp "run bench/gpu/h200_qwen_coder.sh prep first"; exit 1; }
     [ -e "$W/qc.yaml" ] || { stamp "no $W/qc.yaml (h200_qwen_coder.sh prep writes it)"; exit 1; }
     rm -rf "$W/runs/V"; cp -r "$W/runs/sft" "$W/runs/V"
     stamp "V: GRPO for ${GRPO_SECONDS}s"

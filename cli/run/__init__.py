@@ -18,6 +18,7 @@ from cli.common import lazy_exports
 # use.
 _EXPORTS = {
     "RunDir": "rundir",
+    "SAMPLES": "data",
     "atomic_dir": "atomic",
     "fallback_rows": "data",
     "lean": "lean:",

@@ -16,6 +16,7 @@ from cli.common import lazy_exports
 # What tools outside the package (bench/) may use: `from cli.train import NAME` loads its module on first
 # use.
 _EXPORTS = {
+    "Auditor": "audit",
     "PhaseTimes": "phases",
     "Support": "lm_head",
     "grpo_dataset": "data",
