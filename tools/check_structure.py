@@ -30,6 +30,7 @@ REASON = "Long because:"
 # The layers of cli/, lowest first. A root module (cli/common.py, cli/errors.py, cli/main.py) is its own room.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("common",),
+    ("tools",),
     ("config",),
     ("run",),
     ("models", "prep"),
