@@ -94,6 +94,7 @@ class PythonSandbox:
         self.workers = max(1, workers)  # calls run in parallel up to this many (one worker process each)
         self._pool: Monty | None = None
         self._lock = threading.Lock()
+        self._seen: set[int] = set()
         self._monty_limits: dict[str, Any] = {
             "max_feed_duration_secs": limits.timeout_s,
             "max_memory": limits.memory_mb * 2**20,
@@ -107,10 +108,11 @@ class PythonSandbox:
         self.close()
 
     def worker_pids(self) -> list[int]:
-        """The live worker processes (for tests and the benchmark): our children running monty."""
+        """The live worker processes this sandbox has run code in (for tests and the benchmark)."""
         import psutil
 
-        return [p.pid for p in psutil.Process().children() if _is_monty(p)]
+        children = {p.pid: p for p in psutil.Process().children()}
+        return sorted(pid for pid in self._seen if pid in children and _is_monty(children[pid]))
 
     def run(self, code: str) -> ToolOutcome:
         t0 = time.perf_counter()
@@ -154,6 +156,8 @@ class PythonSandbox:
         try:
             pool = self._started()
             with pool.checkout(limits=self._monty_limits, os_policy=_OS_POLICY) as session:  # type: ignore[arg-type]
+                if (pid := session.worker_pid) is not None:
+                    self._seen.add(pid)
                 value = session.feed_run(code, print_callback=collector)
         except MontyCrashedError as e:
             if e.timed_out:
