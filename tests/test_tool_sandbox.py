@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import psutil
@@ -169,6 +169,18 @@ def test_a_killed_worker_is_one_crash_and_is_replaced() -> None:
     assert stats.snapshot()["tools/errors"] == 1
 
 
+def living(pids: Iterable[int]) -> list[int]:
+    """The processes of ``pids`` still running (a zombie waiting for its parent is not running)."""
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
 def own_processes() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
@@ -190,8 +202,35 @@ def test_close_leaves_no_process(host: Path) -> None:
     while own_processes() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert own_processes() - before == set()
-    zombie = psutil.STATUS_ZOMBIE
-    alive = [p for p in workers if psutil.pid_exists(p) and psutil.Process(p).status() != zombie]
+    assert living(workers) == []
+
+
+def test_a_killed_host_leaves_no_worker() -> None:
+    """SIGKILL of the process that owns the sandbox (a trainer killed mid-call): an idle worker ends with its
+    pipe, a busy one at its own time limit; none outlives it for long."""
+    import subprocess
+    import sys
+
+    code = (
+        "from cli.tools import PythonSandbox, SandboxLimits\n"
+        "sb = PythonSandbox(SandboxLimits(timeout_s=0.5), workers=2)\n"
+        "print(sb.run('1').text, flush=True)\n"
+        "sb.run('while True:\\n    pass')\n"
+    )
+    host = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert host.stdout is not None and host.stdout.readline().strip() == "1"
+    time.sleep(0.2)  # the loop is running
+    workers = [p.pid for p in psutil.Process(host.pid).children(recursive=True)]
+    assert workers
+    host.kill()
+    host.wait()
+    deadline = time.monotonic() + LIMITS.timeout_s + 5
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [
+            p for p in workers if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
     assert alive == []
 
 
