@@ -234,6 +234,16 @@ def test_a_killed_host_leaves_no_worker() -> None:
     assert alive == []
 
 
+def test_run_after_close_starts_afresh() -> None:
+    sb = PythonSandbox(LIMITS)
+    assert sb.run("1 + 1").text == "2"
+    sb.close()
+    assert sb.worker_pids() == []
+    assert sb.run("2 + 2").text == "4"  # a new pool, lazily
+    sb.close()
+    sb.close()  # twice is harmless
+
+
 def test_sleep_does_not_hold_a_worker(sandbox: PythonSandbox) -> None:
     t0 = time.perf_counter()
     assert sandbox.run("import time\ntime.sleep(3600)\nprint('awake')").text == "awake"
