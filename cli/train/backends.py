@@ -72,6 +72,24 @@ def choose_backend(requested: str) -> str:
     return requested
 
 
+def tool_backend(requested: str, chosen: str) -> str:
+    """A tool run (config ``tools``) trains on the hf backend: TRL's tool loop (``tools=``) is the one this
+    release runs and tests (HF generate on the CPU; TRL colocate or server vLLM on a GPU, the same code
+    path). Unsloth's generated trainers and its fast_inference rollouts are not checked with it, so a tool
+    run is not half-run there (docs/tools.md "Training")."""
+    if chosen != "unsloth":
+        return chosen
+    if requested == "unsloth":
+        raise GrpoError(
+            "--tools python: the unsloth backend does not run TRL's tool loop here; use --backend hf "
+            "(TRL with HF generate, or colocated vLLM on a GPU)"
+        )
+    err_console.print(
+        "[yellow]note:[/] tools: using the hf backend (TRL's tool loop; Unsloth's is not checked)"
+    )
+    return "hf"
+
+
 def import_backend(backend: str, *, use_vllm: bool = False) -> None:
     """Import Unsloth first (before TRL/transformers/peft), as Unsloth requires; with hf, torch. Either is the
     stage's first heavy import, which the callers hold stop signals through (:func:`signals.deferred`)."""
@@ -223,7 +241,7 @@ def _pad_tokenizer_dir(run: RunDir, tokenizer: Any) -> str:
 def _prepare_tokenizer(tokenizer: Any, cfg: Config) -> Any:
     # Unsloth may hand back a processor; the text tokenizer is inside it.
     tok = getattr(tokenizer, "tokenizer", tokenizer)
-    tok.chat_template = cfg.format_spec().chat_template()
+    cfg.format_spec().apply_to(tok)  # the chat template (and, with tools, the response template)
     return tok
 
 

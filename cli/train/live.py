@@ -28,6 +28,7 @@ from cli.run import heartbeat, signals
 from cli.run.console import console, err_console
 from cli.run.ranks import any_rank
 from cli.run.rundir import RunDir
+from cli.train import tool_use
 from cli.train.canary import GAP_KEY, RATIO_KEY
 
 if TYPE_CHECKING:
@@ -311,6 +312,8 @@ class LiveView:
             row["gpu_peak_gib"] = obs.device_peak.peak_gib
         if obs.refill is not None:
             row.update(obs.refill.take_row())
+        if obs.tools is not None:
+            row.update(obs.tools.take(window))
         if obs.canary is not None:
             obs.canary.check(row)
 
@@ -338,6 +341,9 @@ class LiveView:
                 parts.append(f"{name} {v:.3g}")
         if row.get("format_hit_rate") is not None:
             parts.append(f"format {row['format_hit_rate']:.0%}")
+        tools = tool_use.console_part(row)
+        if tools:
+            parts.append(tools)
         if _num(row.get("frac_reward_zero_std")) is not None:
             parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
         if _num(row.get("completions/mean_length")) is not None:

@@ -153,6 +153,8 @@ class GrpoPlan:
             reward_weights=[r.weight for r in self.rewards],
             max_grad_norm=g.max_grad_norm,
             report_to=g.report_to,
+            # TRL's own tool loop (tools=): the same on HF generate and on colocated or server vLLM.
+            **({"max_tool_calling_iterations": g.max_tool_calls} if self.cfg.tools else {}),
             **self._rollout_args(eos_token),
         )
 
@@ -252,6 +254,8 @@ def make_plan(rd: RunDir, cfg: Config, launch: Launch, *, resume: bool, allow_do
     chosen = backends.choose_backend(cfg.backend)
     if launch.wanted or url:
         chosen = _scale_out_backend(cfg.backend, chosen, launch)
+    if cfg.tools:
+        chosen = backends.tool_backend(cfg.backend, chosen)
     if dora and (g.vllm_server or (g.vllm != "off" and (g.vllm == "on" or _vllm_possible(hw)))):
         chosen = _dora_with_vllm(chosen, allow_dora_merge)
     use_vllm = bool(g.vllm_server) or _decide_vllm(g.vllm, hw)

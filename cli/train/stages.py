@@ -11,6 +11,7 @@ subclasses of the backend's TRL trainers (:mod:`cli.train.trainer`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -67,7 +68,9 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     console.print(
         f"sft: {data_info['examples']} format examples from {data_info['source']} │ backend {backend} │ "
         f"{'max_steps ' + str(steps) if steps > 0 else str(s.epochs) + ' epochs'} │ lr {s.learning_rate:g} │ "
-        f"batch {s.batch_size}x{s.grad_accum}" + (" │ loss on the answers" if s.completion_only_loss else "")
+        f"batch {s.batch_size}x{s.grad_accum}"
+        + (" │ loss on the answers" if s.completion_only_loss and not cfg.tools else "")
+        + (" │ loss on the model's turns (not the tool results)" if cfg.tools else "")
     )
     if cfg.lora.dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
@@ -134,7 +137,8 @@ def _sft_args(cfg: Config, run: RunDir, steps: int, packing: bool, backend: str,
         num_train_epochs=float(s.epochs or 1),
         lr_scheduler_type=s.lr_scheduler,
         dataset_text_field="text",
-        completion_only_loss=bool(s.completion_only_loss),
+        # A tool run's rows come tokenized with the assistant mask (cli/train/data.py tool_sft_dataset).
+        completion_only_loss=bool(s.completion_only_loss) and not cfg.tools,
         max_length=cfg.max_seq_length,
         packing=packing,
         report_to="none",
@@ -173,9 +177,12 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
     # Ctrl-C (or SIGTERM) from the banner on means "stop at the step's end": one that comes while the trainer
     # is being built stops before the first rollout, as one during the rollout does.
     interrupt = Interrupt(abandon_rollouts=world_size() == 1)
-    with interrupt.installed():
+    tools = _tool_run(plan)
+    with interrupt.installed(), contextlib.ExitStack() as stack:
+        if tools is not None:
+            stack.enter_context(tools)  # the sandbox's workers end with the stage, whatever happens
         announce(plan, data_info)
-        trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt)
+        trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt, tools)
         start_step, stopped, train_s = _train_or_finish(trainer, model, plan, interrupt)
     obs.device_peak.stop()
     dest = backends.save_trained_adapter(trainer, model, tokenizer, plan.run.grpo_dir / "adapter")
@@ -184,6 +191,15 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
         load_seconds=load_s, data=data_info,
     )  # fmt: skip
     return report(plan, result)
+
+
+def _tool_run(plan: GrpoPlan) -> Any:
+    """The python tool's sandbox for a tool run (config ``tools``), else None."""
+    if not plan.cfg.tools:
+        return None
+    from cli.train.tool_use import ToolRun
+
+    return ToolRun(plan.cfg.format_spec(), plan.cfg.sandbox.limits())
 
 
 def _load(plan: GrpoPlan) -> tuple[Any, Any]:
@@ -262,7 +278,7 @@ def kept_unsloth_args(config: Any, args: dict[str, Any]) -> None:
 
 
 def _trainer(
-    plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any, interrupt: Interrupt
+    plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any, interrupt: Interrupt, tools: Any = None
 ) -> tuple[Any, Observers, Any]:
     """Our GRPO trainer over ``model`` with the plan's arguments, its instruments and its live view."""
     import torch
@@ -295,12 +311,14 @@ def _trainer(
         canary=RolloutCanary(from_adapter=plan.from_adapter, dtype=plan.dtype) if plan.use_vllm else None,
         tracker=tracker,
         device_peak=DevicePeak().start(),
+        tools=tools,
     )
     config = GRPOConfig(**args)
     kept_unsloth_args(config, args)
     trainer = grpo_trainer_class()(
         model=model, processing_class=tokenizer, reward_funcs=funcs, args=config,
         train_dataset=dataset, observers=obs, lm_head=plan.support,
+        **({"tools": tools.tools()} if tools is not None else {}),
     )  # fmt: skip
     quiet_trainer(trainer)
     if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
