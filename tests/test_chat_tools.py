@@ -1,11 +1,13 @@
 """`grpo chat` on a tool run (cli/commands/chat_tools.py): a turn's calls are parsed, run in the real sandbox
 and fed back in the format contract's flat text; the rounds are bounded. The model's turns are given as
-text (what a model wrote), so the loop, the sandbox and the format are what is tested."""
+text (what a model wrote), so the loop, the sandbox and the format are what is tested; then the real command
+on tests/tool_runs.py's tiny model taught to call the tool."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +88,55 @@ def test_a_hostile_call_in_chat_is_an_error_result(tools: ChatTools) -> None:
 def test_visible_hides_a_call_while_it_streams() -> None:
     assert visible(SPEC, "48/2 = ") == "48/2 ="
     assert visible(SPEC, f"48/2 = {call('print(48 / 2)')[:20]}") == "48/2 =  [calling python…]"
+
+
+# ---- the real command on a tiny model taught to call the tool (tests/tool_runs.py) ----------------------
+@pytest.fixture(scope="module")
+def tool_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tool_runs import shared_tool_run
+
+    return shared_tool_run(tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_chat_one_shot_runs_the_models_call(tool_run: Path) -> None:
+    from helpers import invoke
+
+    result = invoke("chat", "--run", tool_run, "--prompt", "What is 2+3?", "--max-new-tokens", "48")
+    assert result.exit_code == 0, result.output
+    # the model's call ran in the sandbox, its result went back, the model went on to its answer
+    assert SPEC.render_tool_result("18") in result.output
+    assert "So 18" in result.output and "<SOLUTION>18</SOLUTION>" in result.output
+    args = ["chat", "--run", tool_run, "-p", "What is 2+3?", "--max-new-tokens", "48", "--answer-only"]
+    answer = invoke(*args)
+    assert answer.exit_code == 0 and answer.output.strip().splitlines()[-1] == "18", answer.output
+
+
+@pytest.mark.slow
+def test_chat_repl_shows_the_call_and_its_result(tool_run: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    before = monty_children()
+    args = ["chat", "--run", str(tool_run), "--max-new-tokens", "48"]
+    result = CliRunner().invoke(app, args, input="How many legs do 3 cats have?\n/exit\n")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "python tool" in out  # the banner says the run has the tool
+    assert "9+9" in out and "result · ok" in out  # the code panel, then the result panel
+    assert "solution" in out and "18" in out
+    assert monty_children() - before == set()  # the chat's sandbox closed with the REPL
+
+
+def monty_children() -> set[int]:
+    import psutil
+
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "monty" in " ".join(p.cmdline()[:1]) and p.status() != psutil.STATUS_ZOMBIE:
+                out.add(p.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
