@@ -239,9 +239,15 @@ def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokeni
             }
     rundir.save_config(cfg)
     steps.summary(stats, rundir, stats_path, describe_model(cfg))
-    _warmup_note(
-        rundir, ds, built, (w_stats, w_path) if warmup is not None else None, explicit, cfg.sft.num_examples
-    )
+    if not (cfg.tools and ds.purpose == "grpo"):  # a tool run's warm-up was said above (sft_tools.parquet)
+        _warmup_note(
+            rundir,
+            ds,
+            built,
+            (w_stats, w_path) if warmup is not None else None,
+            explicit,
+            cfg.sft.num_examples,
+        )
 
 
 def _tool_warmup(
