@@ -49,6 +49,7 @@ def eval_(
 ) -> None:
     from cli.eval import evaluation
     from cli.eval import report as eval_report
+    from cli.eval import tools as eval_tools
     from cli.eval.evaluation import EvalJob
     from cli.infer.vllm_engine import choose_engine
     from cli.run.preflight import check_run
@@ -72,6 +73,9 @@ def eval_(
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo eval")  # before any work: a run in use is refused in a second
     cfg = run_config(rd, config)
+    spec = cfg.format_spec()
+    # Before any model loads: `--tools on` on a run without the tool is one line.
+    tool_eval = eval_tools.plan(cfg, spec, opts.tools)
     adapters = rd.adapters()
     data = () if opts.data or opts.source else ("eval.parquet",)
     check_run(rd, data=data, adapters=[adapters[m] for m in wanted if m in adapters])
@@ -90,7 +94,7 @@ def eval_(
     job = EvalJob(
         rd=rd,
         cfg=cfg,
-        spec=cfg.format_spec(),
+        spec=spec,
         rows=rows,
         checkpoints=checkpoints,
         adapters=adapters,
@@ -98,5 +102,6 @@ def eval_(
         batch_size=opts.batch_size,
         engine=choose_engine(opts.engine),
         native=native,
+        tools=tool_eval,
     )
     eval_report.write(job, evaluation.run(job), data_label, skipped)

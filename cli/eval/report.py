@@ -8,6 +8,8 @@ from typing import Any
 
 from cli.common import console, err_console
 from cli.eval.evaluation import EvalJob, Scored, paired_differences
+from cli.eval.tools import markdown as tool_markdown
+from cli.eval.tools import print_table as print_tool_table
 from cli.run.atomic import atomic_dir
 
 NOT_APPLICABLE = "—"  # a column that does not apply to a row (the base-chat row's format columns)
@@ -61,6 +63,7 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"\n{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "
             f"[{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}] (paired bootstrap over prompts)"
         )
+    lines += tool_markdown(results)
     lines += ["", f"Definitions: {ACCURACY_DEFINITION}.", f"Rewards scored by `{meta['rewards']}`.", ""]
     return "\n".join(lines)
 
@@ -153,6 +156,7 @@ def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> 
         },
     )
     print_results(results, report["paired"], data_label, len(rows))
+    print_tool_table(results)
     written = ["report.json", "report.md", "samples.jsonl"] + (["eval.png"] if png is not None else [])
     console.print(f"report: {rd.eval_dir} ({', '.join(written)})")
     if png is None:
