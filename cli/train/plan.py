@@ -96,6 +96,8 @@ class GrpoPlan:
                 "mode": mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
             "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
+            "tools": {"tools": list(self.cfg.tools), "max_tool_calls": g.max_tool_calls,
+                      "loop": "TRL tools= (max_tool_calling_iterations)"} if self.cfg.tools else None,
             "unsloth_scoring": dataclasses.asdict(layout) if (layout := self.unsloth_scoring()) else None,
             "dtype": self.dtype,
             "world_size": self.hardware.world,
