@@ -315,6 +315,15 @@ def test_python_tool_is_a_documented_function(sandbox: PythonSandbox) -> None:
     assert "0.3 s, 16 MB" in schema["description"]  # this sandbox's limits, not a default's
 
 
+def test_python_tool_starts_the_sandbox_uncounted() -> None:
+    stats = ToolStats()
+    with PythonSandbox(LIMITS, stats) as sb:
+        tool = python_tool(sb)  # a trainer builds it before its first step: the worker starts here
+        assert len(sb.worker_pids()) == 1 and stats.snapshot(reset=False)["tools/calls"] == 0
+        assert tool("1 + 1") == "2"
+        assert stats.snapshot()["tools/calls"] == 1
+
+
 def test_outcome_and_limits_are_values() -> None:
     assert ToolOutcome("1", "ok", 0.0).ok and not ToolOutcome("Error: x", "error", 0.0).ok
     default = SandboxLimits(timeout_s=2.0, memory_mb=64, max_recursion=200, max_output_chars=2000)
