@@ -110,6 +110,16 @@ def test_prep_tools_refuses_a_set_without_annotations(tmp_path: Path) -> None:
     assert "--tools python" in line and "GSM8K" in line
 
 
+def test_filter_refuses_a_tool_run(tmp_path: Path) -> None:
+    from cli.config.schema import resolve
+    from cli.run.rundir import RunDir
+
+    run = RunDir(tmp_path / "run")
+    run.save_config(resolve(overrides={"model": "tiny", "tools": ["python"]}))
+    line = one_error_line(invoke("filter", "--run", run.path))
+    assert "does not run the python tool" in line and "grpo grpo" in line
+
+
 def test_sft_rows_mask_the_tool_results(tmp_path: Path, tok) -> None:
     """The warm-up's labels cover the model's turns (working out, calls, EOS, answer), never the prompt or
     the tool's result."""
