@@ -20,11 +20,16 @@ chat template (when its tokenizer has one; no system prompt, no tags), decoded u
 turns and scored by the last number (and math_equal): what the model could do before our format. The
 format columns do not apply to it.
 
+On a tool run, each completion goes through the tool loop (its calls run in the sandbox, as in training) and
+the report gains the tool columns: calls per completion, tool use, tool errors, accuracy with and without a
+call; [bold]--tools both[/] scores each checkpoint without the tool too (docs/tools.md "Eval").
+
 Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 
   grpo eval                       # the run's held-out split (data/eval.parquet)
   grpo eval --data gsm8k --limit 50
   grpo eval --source my_test.jsonl
+  grpo eval --tools both          # a tool run: each checkpoint with the tool and without (docs/tools.md)
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ def eval_(
 
     rd = RunDir(run)
     if dry_run:
-        shown = {"data": opts.data, "source": opts.source, "limit": opts.limit, "models": opts.models}
+        shown = {"data": opts.data, "source": opts.source, "limit": opts.limit, "models": opts.models,
+                 "tools": opts.tools}  # fmt: skip
         dry_run_exit(rd, config, "eval", shown)
     rd.require_exists()
     wanted = [m.strip() for m in opts.models.split(",") if m.strip()]

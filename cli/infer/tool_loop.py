@@ -1,6 +1,5 @@
 """The tool loop at inference: generate → find the calls → run them in the sandbox → append the results →
-continue, for every engine (HF generate, vLLM, llama.cpp) and every caller (`grpo eval`, export's
-verification, `grpo chat`).
+continue, for every engine (HF generate, vLLM, llama.cpp): `grpo eval` and export's verification.
 
 It is TRL's loop (``GRPOTrainer._tool_call_loop``) replayed outside the trainer, on the format contract's
 flat text (``FormatSpec`` with ``tools``; docs/tools.md "Format"), so a model is judged on the turns it was
@@ -18,8 +17,9 @@ trained on:
   result that would not fit ends the completion as it is, as TRL drops it.
 
 An engine is a :class:`Backend`: greedy continuations of token-id sequences, tokenize, decode
-(:class:`HFBackend`, :class:`VLLMBackend`, :class:`GGUFBackend`). `grpo chat` runs one conversation through
-:func:`tool_loop` with ``on_call`` to show each call and its result as it happens.
+(:class:`HFBackend`, :class:`VLLMBackend`, :class:`GGUFBackend`); ``on_call`` sees each call and its result
+as it happens. `grpo chat` streams its turns token by token on the same contract helpers instead
+(cli/commands/chat_tools.py).
 """
 
 from __future__ import annotations
