@@ -144,6 +144,26 @@ def test_sft_rows_mask_the_tool_results(tmp_path: Path, tok) -> None:
     assert info["examples"] == 1
 
 
+def test_tool_columns_from_the_real_sandbox() -> None:
+    """What a log row gets: calls per completion and the share that used the tool (from the completions the
+    rewards saw), the error rate and the seconds (from the sandbox's own counts); train.png draws them."""
+    from cli.config.schema import SandboxConfig
+    from cli.run.plots import train_png
+    from cli.train.tool_use import ToolRun
+
+    with ToolRun(SPEC, SandboxConfig().limits()) as tools:
+        assert tools.tool("6*7") == "42" and tools.tool("1/0").startswith("Error: ZeroDivisionError")
+        seen = tools.see([CONVERSATION[2:], [{"role": "assistant", "content": "no call"}], "plain text"])
+        row = tools.take(window=2.0)
+    assert seen[0] == [{"role": "assistant", "content": SPEC.completion_text(CONVERSATION[2:])}]
+    assert seen[1][0]["content"] == "no call" and seen[2] == "plain text"
+    assert row["tools/calls"] == 2 and row["tools/errors"] == 1 and row["tools/error_rate"] == 0.5
+    assert row["tools/calls_per_completion"] == round(2 / 3, 4) and row["tools/used_share"] == round(1 / 3, 4)
+    assert row["tools/seconds"] >= 0 and row["tools/share"] is not None
+    rows = [{"step": s, "reward": 1.0, **row} for s in (1, 2)]
+    assert train_png(rows, ["match_format_exactly"], "tool run")[:4] == b"\x89PNG"
+
+
 def test_unsloth_refused_for_a_tool_run() -> None:
     from cli.common import GrpoError
     from cli.train.backends import tool_backend
