@@ -142,6 +142,7 @@ def test_eval_tool_run_with_and_without_the_tool(tool_run, tmp_path):
         # Every completion called once; 18 is the answer of GSM8K test #1 only.
         assert on["tool_calls_per_completion"] == 1.0 and on["tool_use"] == 1.0 and on["tool_errors"] == 0.0
         assert on["accuracy_with_tool"] == 0.25 and on["accuracy_without_tool"] is None
+        assert on["called_and_tagged"] == 1.0 and off["called_and_tagged"] == 0.0
         assert on["format_compliance"] == 1.0 and on["accuracy"] == 0.25 and on["stops"]["eos"] == 4
         # Without the tool the taught model still writes its call, which is not run: no answer.
         assert off["tool_calls_per_completion"] == 0.0 and off["calls_unrun"] == 4
@@ -156,7 +157,8 @@ def test_eval_tool_run_with_and_without_the_tool(tool_run, tmp_path):
     assert "<tool_response>" not in grpo[0]["completion"]
     md = (run / "eval" / "report.md").read_text()
     assert (
-        "## Tool use" in md and "| After GRPO, with the tool | 1.00 | 100.0% | 0.0% | 25.0% (n=4) | — |" in md
+        "## Tool use" in md
+        and "| After GRPO, with the tool | 1.00 | 100.0% | 100.0% | 0.0% | 25.0% (n=4) | — |" in md
     )
     assert "tool use" in result.output  # the printed table
 

@@ -371,7 +371,7 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
         scored.per_prompt[stage] = rewards
     if job.tools and stage != NATIVE:
         result["label"] = tools.label(stage, LABELS)
-        result.update(tools.columns(gens, sc.correct))
+        result.update(tools.columns(spec, gens, sc.correct))
     scored.results.append(result)
     native = stage == NATIVE
     for r, g, f, c, m, le, rw in zip(

@@ -190,8 +190,11 @@ def vllm_generate(job: Any, base_path: str, tokenizer: Any) -> dict[str, list[An
 
 
 # ---- the tool columns ---------------------------------------------------------------------------------
-def columns(gens: Sequence[ToolCompletion], correct: Sequence[bool]) -> dict[str, Any]:
-    """A row's tool columns (the accuracies are None where no completion falls in the group)."""
+def columns(spec: FormatSpec, gens: Sequence[ToolCompletion], correct: Sequence[bool]) -> dict[str, Any]:
+    """A row's tool columns (the accuracies are None where no completion falls in the group).
+
+    ``called_and_tagged``: the share of completions that made a call and put an answer between the solution
+    tags of their last turn (the issue's "well-formed tool run")."""
     from cli.infer.tool_loop import call_stats
 
     called = [c for g, c in zip(gens, correct, strict=True) if g.calls]
@@ -201,11 +204,21 @@ def columns(gens: Sequence[ToolCompletion], correct: Sequence[bool]) -> dict[str
         tool_completions=len(called),
         accuracy_with_tool=round(sum(called) / len(called), 4) if called else None,
         accuracy_without_tool=round(sum(uncalled) / len(uncalled), 4) if uncalled else None,
+        called_and_tagged=round(
+            sum(1 for g in gens if g.calls and _tagged(spec, g.final)) / max(1, len(gens)), 4
+        ),
         calls_unrun=sum(g.unrun_calls for g in gens),
         mean_model_tokens=round(sum(g.model_tokens for g in gens) / max(1, len(gens)), 2),
         stops={s: sum(1 for g in gens if g.stop == s) for s in ("eos", "length", "max_tool_calls")},
     )
     return out
+
+
+def _tagged(spec: FormatSpec, turn: str) -> bool:
+    """An answer between the solution tags (non-empty)."""
+    _, start, after = turn.partition(spec.solution_start)
+    answer, end, _ = after.partition(spec.solution_end)
+    return bool(start and end and answer.strip())
 
 
 def sample_fields(g: ToolCompletion) -> dict[str, Any]:
@@ -231,13 +244,15 @@ def markdown(results: Sequence[dict[str, Any]]) -> list[str]:
         "",
         "## Tool use",
         "",
-        "| Model Checkpoint | Calls per completion | Used the tool (%) | Tool errors (% of calls) "
-        "| Accuracy with a call (%) | Accuracy without a call (%) | Seconds in the tool |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| Model Checkpoint | Calls per completion | Used the tool (%) | Call + tagged answer (%) "
+        "| Tool errors (% of calls) | Accuracy with a call (%) | Accuracy without a call (%) "
+        "| Seconds in the tool |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['label']} | {r['tool_calls_per_completion']:.2f} | {_pct(r['tool_use'])} | "
+            f"{_pct(r['called_and_tagged'])} | "
             f"{_pct(r['tool_errors'])} | {_pct(r['accuracy_with_tool'], r['tool_completions'])} | "
             f"{_pct(r['accuracy_without_tool'], r['n'] - r['tool_completions'])} | {r['tool_seconds']:.2f} |"
         )
