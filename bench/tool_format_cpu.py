@@ -57,21 +57,23 @@ def main() -> None:
     rows = pd.read_parquet(run.data_dir / "eval.parquet").head(a.n)
     t0 = time.perf_counter()
     results = []
+    (run.path / "eval").mkdir(exist_ok=True)
+    out = run.path / "eval" / "tool_format_cpu.jsonl"  # batch by batch: a stopped check keeps its rows
+    out.write_text("")
     with PythonSandbox(cfg.sandbox.limits()) as sandbox:
         for start in range(0, len(rows), a.batch):
             part = rows.iloc[start : start + a.batch]
             texts = complete(model, tok, spec, list(part["question"]), sandbox, a.max_new_tokens, cfg)
-            results += [judge(spec, t, str(g)) for t, g in zip(texts, part["answer"], strict=True)]
+            judged = [judge(spec, t, str(g)) for t, g in zip(texts, part["answer"], strict=True)]
+            results += judged
+            with open(out, "a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in judged)
             print(f"{len(results)}/{len(rows)} done, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     n = len(results)
     share = {k: round(sum(r[k] for r in results) / n, 4) for k in ("call", "tags", "both", "correct")}
     print(json.dumps({"run": str(a.run), "adapter": a.adapter, "prompts": n, **share,
                       "calls_per_completion": round(sum(r["calls"] for r in results) / n, 3),
                       "seconds": round(time.perf_counter() - t0, 1)}))  # fmt: skip
-    (run.path / "eval").mkdir(exist_ok=True)
-    with open(run.path / "eval" / "tool_format_cpu.jsonl", "w", encoding="utf-8") as fh:
-        for r in results:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def complete(model, tok, spec, questions, sandbox, budget, cfg) -> list[str]:  # noqa: ANN001
