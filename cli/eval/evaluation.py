@@ -311,9 +311,7 @@ class _HFDecoder:
 
         def decode() -> list[Any]:
             if job.tools and row != NATIVE:
-                return tools.hf_decode(job.tools, row, model, self.tokenizer, prompts,
-                                       max_new_tokens=job.max_new_tokens, batch_size=job.batch_size,
-                                       progress=progress)  # fmt: skip
+                return tools.hf_decode(job, row, model, self.tokenizer, prompts, progress, tokens)
             return generation.hf_generate(
                 model,
                 self.tokenizer,

@@ -138,20 +138,19 @@ def decode(
 
 
 def hf_decode(
-    tools: ToolEval,
+    job: Any,
     stage: str,
     model: Any,
     tokenizer: Any,
     prompts: Sequence[str],
-    *,
-    max_new_tokens: int,
-    batch_size: int,
     progress: Callable[[int], None] | None = None,
+    tokens: Callable[[int, int], None] | None = None,
 ) -> list[ToolCompletion]:
+    """A row of ``job`` (the EvalJob) through HF ``generate`` and the loop; ``tokens``: the turn under way."""
     from cli.infer.tool_loop import HFBackend
 
-    backend = HFBackend(model, tokenizer, batch_size=batch_size)
-    out = decode(tools, stage, backend, prompts, max_new_tokens)
+    backend = HFBackend(model, tokenizer, batch_size=job.batch_size, tokens=tokens)
+    out = decode(job.tools, stage, backend, prompts, job.max_new_tokens)
     if progress is not None:
         progress(len(out))
     return out

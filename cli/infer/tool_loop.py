@@ -223,11 +223,12 @@ class HFBackend:
         *,
         batch_size: int = 8,
         progress: Callable[[int], None] | None = None,
+        tokens: Callable[[int, int], None] | None = None,
     ) -> None:
         from cli.infer.generation import _eos_ids
 
         self.model, self.tokenizer = model, tokenizer
-        self.batch_size, self.progress = max(1, batch_size), progress
+        self.batch_size, self.progress, self.tokens = max(1, batch_size), progress, tokens
         self.eos = _eos_ids(tokenizer, model)
         self.eos_id = int(tokenizer.eos_token_id)
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos[0]
@@ -241,7 +242,7 @@ class HFBackend:
     def generate(self, sequences: list[list[int]], budgets: list[int]) -> list[list[int]]:
         import torch
 
-        from cli.infer.generation import _trim
+        from cli.infer.generation import _token_counter, _trim
 
         device = next(self.model.parameters()).device
         out: list[list[int]] = []
@@ -251,11 +252,15 @@ class HFBackend:
             width = max(len(s) for s in batch)
             ids = torch.tensor([[self.pad] * (width - len(s)) + s for s in batch], device=device)
             mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in batch], device=device)
+            # The tokens of the turn under way, after every step (a CPU batch runs for minutes).
+            extra = (
+                {"stopping_criteria": [_token_counter(self.tokens, width, self.eos)]} if self.tokens else {}
+            )
             with torch.inference_mode():
                 gen = self.model.generate(
                     input_ids=ids, attention_mask=mask, max_new_tokens=max(budget), eos_token_id=self.eos,
                     pad_token_id=self.pad, do_sample=False, num_beams=1, temperature=None, top_p=None,
-                    top_k=None, min_p=None,
+                    top_k=None, min_p=None, **extra,
                 )  # fmt: skip
             for row, b in zip(gen[:, width:].tolist(), budget, strict=True):
                 out.append(_trim(row, self.eos, self.pad)[:b])
