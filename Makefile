@@ -14,7 +14,7 @@ ifndef PY
   endif
 endif
 PIP := $(PY) -m pip
-EXTRAS ?= train,gguf,cosine,dev,tensorboard,swanlab
+EXTRAS ?= train,gguf,cosine,dev,tensorboard,swanlab,tools
 
 .PHONY: help install has-py build test test-rust test-py test-fast lint docs fmt bench bench-math demo clean
 

@@ -31,6 +31,7 @@ REASON = "Long because:"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("compat",),  # cli/compat.py: the library internals grpo relies on; it imports nothing of cli
     ("common",),
+    ("tools",),
     ("config",),
     ("run",),
     ("models", "prep"),

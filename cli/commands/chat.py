@@ -10,6 +10,9 @@ In the REPL: [bold]/compare[/] [QUESTION] puts base and tuned answers side by si
 none is given), [bold]/reset[/] forgets the conversation, [bold]/exit[/] leaves. A question longer than the
 model's context is refused in a line, not decoded for minutes.
 
+On a tool run (`grpo prep ... --tools python`) each call the model writes runs in the sandbox, its code and
+result shown as they happen, and the model continues from the result (cli/commands/chat_tools.py).
+
 Long because: the engines (HF, llama.cpp), the display and the REPL are one command's parts.
 """
 
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from cli.commands.chat_tools import ChatTools, answer, converse, open_tools, show_call, stream_turn
 from cli.common import DEFAULT_RUN, ConfigOpt, DryRunOpt, GrpoError, RunOpt, console, err_console
 from cli.config.command_options import ChatOptions
 from cli.config.options import typed_options
@@ -39,6 +43,7 @@ class Engine:
 
     label = "model"
     spec: FormatSpec
+    eos_text = ""  # the EOS as text: a tool turn ends with it before the results (docs/tools.md "Format")
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
         raise NotImplementedError
@@ -78,6 +83,7 @@ class HFEngine(Engine):
     ) -> None:
         self.model, self.tokenizer, self.spec, self.label = model, tokenizer, spec, label
         self.adapter_off = adapter_off
+        self.eos_text = str(tokenizer.eos_token or "")
 
     def prompt(self, question: str, history: list[dict[str, str]]) -> str:
         from cli.infer.prompting import prompt_text
@@ -233,8 +239,9 @@ def build_engines(
 
 
 # ---- display -----------------------------------------------------------------------------------
-def renderable(spec: FormatSpec, text: str, done: bool = False) -> Any:
-    """Reasoning dim, the solution in a bold panel (partial while streaming)."""
+def renderable(spec: FormatSpec, text: str, done: bool = False, lead: bool = True) -> Any:
+    """Reasoning dim, the solution in a bold panel (partial while streaming); ``lead``: the text follows the
+    reasoning-start tag (False: a later turn of a tool run, after a result)."""
     from rich.console import Group
     from rich.panel import Panel
     from rich.text import Text
@@ -242,7 +249,7 @@ def renderable(spec: FormatSpec, text: str, done: bool = False) -> Any:
     from cli.infer.prompting import split_completion
 
     reasoning, solution, rest = split_completion(spec, text)
-    parts: list[Any] = [Text(spec.reasoning_start + reasoning, style="dim")]
+    parts: list[Any] = [Text((spec.reasoning_start if lead else "") + reasoning, style="dim")]
     if solution is not None:
         parts.append(
             Panel(
@@ -315,14 +322,25 @@ def chat(
 
     with heartbeat.working("chat: loading"):
         engine, base_factory = build_engines(rd, opts.engine, opts.adapter, opts.quant, config)
-    if prompt is not None:
-        with heartbeat.working("chat: answering"):
-            _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only)
-        return
-    Repl(engine, base_factory, max_new_tokens).run(rd)
+    tools = None
+    if engine.spec.tools:
+        from cli.run.rundir import run_config
+
+        tools = open_tools(engine.spec, run_config(rd, config), engine.eos_text)
+    try:
+        if prompt is not None:
+            with heartbeat.working("chat: answering"):
+                _one_shot(engine, prompt, max_new_tokens, answer_only=opts.answer_only, tools=tools)
+            return
+        Repl(engine, base_factory, max_new_tokens, tools).run(rd)
+    finally:
+        if tools is not None:
+            tools.sandbox.close()
 
 
-def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: bool) -> None:
+def _one_shot(
+    engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: bool, tools: ChatTools | None = None
+) -> None:
     """--prompt: the answer streamed (terminal), else printed whole; --answer-only: the solution only."""
     from cli.infer.prompting import split_completion
 
@@ -332,9 +350,13 @@ def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: 
     if refused:
         raise GrpoError(f"--prompt: {refused}")
     if not answer_only and console.is_terminal:
+        if tools is not None:
+            turn = stream_turn(engine, max_new_tokens, renderable)
+            converse(spec, text_prompt, tools, turn, show_call)
+            return
         show_stream(engine, spec, text_prompt, max_new_tokens)
         return
-    text = engine.complete(text_prompt, max_new_tokens)
+    text = answer(engine, text_prompt, max_new_tokens, tools)
     _, solution, _ = split_completion(spec, text)
     if answer_only:
         if solution is None:
@@ -347,15 +369,23 @@ def _one_shot(engine: Engine, prompt: str, max_new_tokens: int, *, answer_only: 
 class Repl:
     """The chat loop: questions keep the conversation; /compare, /reset, /help and /exit."""
 
-    def __init__(self, engine: Engine, base_factory: Callable[[], Engine], max_new_tokens: int) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        base_factory: Callable[[], Engine],
+        max_new_tokens: int,
+        tools: ChatTools | None = None,
+    ) -> None:
         self.engine, self.spec, self.base_factory = engine, engine.spec, base_factory
-        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens, self.tools = max_new_tokens, tools
         self.history: list[dict[str, str]] = []
         self.last_question: str | None = None
         self.base_engine: Engine | None = None
 
     def run(self, rd: RunDir) -> None:
         budget = f"greedy, ≤{self.max_new_tokens} tokens"
+        if self.tools is not None:
+            budget += f" a turn · python tool, ≤{self.tools.max_calls} rounds of calls"
         console.print(f"[bold]grpo chat[/] — {self.engine.label} · run {rd.path} · {budget}")
         console.print(f"[dim]system: {self.spec.system_prompt}[/]")
         console.print(f"[dim]{HELP}[/]")
@@ -408,7 +438,11 @@ class Repl:
         if refused:
             console.print(f"[yellow]{refused}[/]")
             return
-        text = show_stream(self.engine, self.spec, prompt, self.max_new_tokens)
+        if self.tools is None:
+            text = show_stream(self.engine, self.spec, prompt, self.max_new_tokens)
+        else:  # the turns, their EOS and results: the flat text the run was trained on
+            turn = stream_turn(self.engine, self.max_new_tokens, renderable)
+            text = converse(self.spec, prompt, self.tools, turn, show_call)
         self.history += [
             {"role": "user", "content": line},
             {"role": "assistant", "content": self.spec.reasoning_start + text},
@@ -424,7 +458,7 @@ class Repl:
                 self.base_engine = self.base_factory()
         base, tuned, n = self.base_engine, self.engine, self.max_new_tokens
         with console.status("generating base and tuned answers…"):
-            base_text = base.complete(base.prompt(question, []), n)
-            tuned_text = tuned.complete(tuned.prompt(question, []), n)
+            base_text = answer(base, base.prompt(question, []), n, self.tools)
+            tuned_text = answer(tuned, tuned.prompt(question, []), n, self.tools)
         show_compare(self.spec, question, (base.label, base_text), (tuned.label, tuned_text))
         self.last_question = question

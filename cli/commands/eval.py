@@ -20,11 +20,16 @@ chat template (when its tokenizer has one; no system prompt, no tags), decoded u
 turns and scored by the last number (and math_equal): what the model could do before our format. The
 format columns do not apply to it.
 
+On a tool run, each completion goes through the tool loop (its calls run in the sandbox, as in training) and
+the report gains the tool columns: calls per completion, tool use, tool errors, accuracy with and without a
+call; [bold]--tools both[/] scores each checkpoint without the tool too (docs/tools.md "Eval").
+
 Writes <run>/eval/report.json, report.md, eval.png and samples.jsonl.
 
   grpo eval                       # the run's held-out split (data/eval.parquet)
   grpo eval --data gsm8k --limit 50
   grpo eval --source my_test.jsonl
+  grpo eval --tools both          # a tool run: each checkpoint with the tool and without (docs/tools.md)
 """
 
 from __future__ import annotations
@@ -49,13 +54,15 @@ def eval_(
 ) -> None:
     from cli.eval import evaluation, passk, quantized, verdict
     from cli.eval import report as eval_report
+    from cli.eval import tools as eval_tools
     from cli.eval.evaluation import EvalJob
     from cli.infer.vllm_engine import choose_engine
     from cli.run.preflight import check_run
 
     rd = RunDir(run)
     if dry_run:
-        shown = {"data": opts.data, "source": opts.source, "limit": opts.limit, "models": opts.models}
+        shown = {"data": opts.data, "source": opts.source, "limit": opts.limit, "models": opts.models,
+                 "tools": opts.tools}  # fmt: skip
         dry_run_exit(rd, config, "eval", shown)
     rd.require_exists()
     wanted = [quantized.canonical(m.strip()) for m in opts.models.split(",") if m.strip()]
@@ -71,6 +78,9 @@ def eval_(
     rd.ensure()  # fails with one line when the run directory is not writable
     rd.hold("grpo eval")  # before any work: a run in use is refused in a second
     cfg = run_config(rd, config)
+    spec = cfg.format_spec()
+    # Before any model loads: `--tools on` on a run without the tool is one line.
+    tool_eval = eval_tools.plan(cfg, spec, opts.tools)
     adapters = {**rd.adapters(), **verdict.control_adapter(rd)}  # + grpo/control/adapter (`--control`)
     if "grpo" in wanted and "control" in adapters and "control" not in wanted:
         wanted.append("control")  # GRPO is judged against its placebo whenever there is one
@@ -93,7 +103,7 @@ def eval_(
     job = EvalJob(
         rd=rd,
         cfg=cfg,
-        spec=cfg.format_spec(),
+        spec=spec,
         rows=rows,
         checkpoints=checkpoints,
         adapters=adapters,
@@ -104,6 +114,7 @@ def eval_(
         sampling=passk.sampling_of(cfg, opts.samples) if opts.samples > 1 else None,
         ggufs=ggufs,
         gguf_runner=_gguf_runner() if ggufs else None,
+        tools=tool_eval,
     )
     eval_report.write(job, evaluation.run(job), data_label, skipped)
 

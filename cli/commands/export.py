@@ -111,7 +111,7 @@ def _export(job: Job, out: Path, allow_zero: bool) -> None:
     An artifact with all-zero tensors fails the export before anything is moved into place, unless
     --allow-zero, which keeps it with a warning (it used to write the artifacts, then exit 1)."""
     from cli.export.builders import build_all
-    from cli.export.report import print_table, write_report
+    from cli.export.report import print_table, print_tool_agreement, write_report
     from cli.export.staging import move_into_place, staging_dir
     from cli.run import heartbeat
 
@@ -153,6 +153,7 @@ def _export(job: Job, out: Path, allow_zero: bool) -> None:
         },
     )
     print_table(artifacts, report)
+    print_tool_agreement(artifacts)
     for w in report["warnings"]:
         err_console.print(f"[yellow]warning:[/] {w}")
     console.print(f"verification: {report_path}")

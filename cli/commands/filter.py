@@ -52,6 +52,11 @@ def filter_(
             f"(got {opts.samples}); or use --keep solved"
         )
     cfg = run_config(rd, config)
+    if cfg.tools:  # its samples would stop at their first call, unanswered: every prompt would look unsolved
+        raise GrpoError(
+            f"grpo filter does not run the {', '.join(cfg.tools)} tool: on this tool run it would judge "
+            "every prompt unsolved; train on all of train.parquet (`grpo grpo`)"
+        )
     _start(rd, cfg, opts, adapter, keep)
 
 

@@ -38,7 +38,13 @@ from cli.run.rundir import RunDir, resolve_config
 
 @handle_errors
 @config_options(
-    "prep.source", "prep.limit", "prep.eval_size", "prep.prompt_quantile", "prep.keep_non_numeric", "model"
+    "prep.source",
+    "prep.limit",
+    "prep.eval_size",
+    "prep.prompt_quantile",
+    "prep.keep_non_numeric",
+    "model",
+    "tools",
 )
 def prep(
     name: Annotated[
@@ -106,6 +112,12 @@ def _prepare(rundir: RunDir, cfg: Config, ds: Any) -> None:
     # read, tokenizer or filter gets the heartbeat's line).
     with heartbeat.working(f"prep: reading {pc.source or pc.dataset}"):
         tokenizer, loaded, schema, parsed = _load(rundir, cfg, ds)
+        if cfg.tools and schema != "gsm8k":
+            raise GrpoError(
+                f"--tools {','.join(cfg.tools)}: the tool warm-up is built from GSM8K's calculator "
+                f"annotations; {loaded.source} has the {schema} layout: prep gsm8k (or a file of GSM8K "
+                "rows), or --tools none"
+            )
         spec = cfg.format_spec()
         heartbeat.doing("prep: filtering and counting tokens")
         built = steps.build(
@@ -183,6 +195,7 @@ def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokeni
     from cli.models.resolve import describe_model
     from cli.prep import load as dp
     from cli.prep import steps as steps
+    from cli.prep import tool_warmup
     from cli.run.atomic import atomic_write_json, restored_on_failure
     from cli.train import passrate
 
@@ -211,6 +224,11 @@ def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokeni
                 (data_dir / name).unlink(missing_ok=True)
         if ds.purpose == "grpo":  # `grpo filter` chose among the old train prompts: stale now
             passrate.drop_stale(rundir)
+        if ds.purpose == "grpo":  # an earlier prep's tool warm-up is not this data's
+            (data_dir / tool_warmup.FILE).unlink(missing_ok=True)
+        if cfg.tools and ds.purpose == "grpo":
+            info["tools"] = list(cfg.tools)
+            info["tool_warmup"] = _tool_warmup(rundir, cfg, spec, built, stats, stats_path)
         if warmup is not None:
             w_stats, w_path = steps.write(
                 rundir, pc, dp.DATASETS[dp.WARMUP_DATASET], tokenizer, cfg, spec, warmup
@@ -224,9 +242,55 @@ def _write(rundir: RunDir, cfg: Config, ds: Any, built: Any, warmup: Any, tokeni
             }
         rundir.save_config(cfg)
     steps.summary(stats, rundir, stats_path, describe_model(cfg))
-    _warmup_note(
-        rundir, ds, built, (w_stats, w_path) if warmup is not None else None, explicit, cfg.sft.num_examples
+    if not (cfg.tools and ds.purpose == "grpo"):  # a tool run's warm-up was said above (sft_tools.parquet)
+        _warmup_note(
+            rundir,
+            ds,
+            built,
+            (w_stats, w_path) if warmup is not None else None,
+            explicit,
+            cfg.sft.num_examples,
+        )
+
+
+def _tool_warmup(
+    rundir: RunDir, cfg: Config, spec: Any, built: Any, stats: dict[str, Any], stats_path: Path
+) -> dict[str, Any]:
+    """The tool run's SFT set from the train rows' calculator annotations, each result checked in the
+    sandbox (:mod:`cli.prep.tool_warmup`); its counts go into stats.json under ``tool_warmup``."""
+    import io
+
+    import pandas as pd
+
+    from cli.prep import tool_warmup
+    from cli.run.atomic import atomic_write_bytes, atomic_write_json, file_sha256
+    from cli.tools import PythonSandbox
+
+    train = pd.read_parquet(rundir.data_dir / "train.parquet", columns=["question", "answer"])
+    raw = tool_warmup.raw_solutions(built.loaded.records)
+    with PythonSandbox(cfg.sandbox.limits()) as sandbox:
+        rows, counts = tool_warmup.build(spec, train, raw, sandbox, cfg.grpo.max_tool_calls)
+    if not rows:
+        raise GrpoError(
+            f"--tools: none of the {counts.rows} train rows gave a checked tool conversation "
+            f"({counts.as_dict()['dropped']}); nothing written"
+        )
+    path = rundir.data_dir / tool_warmup.FILE
+    buf = io.BytesIO()
+    pd.DataFrame({tool_warmup.COLUMN: rows}).to_parquet(buf, index=False)
+    atomic_write_bytes(path, buf.getvalue())
+    out = {**counts.as_dict(), "file": str(path.relative_to(rundir.path)), "sha256": file_sha256(path)}
+    stats["tool_warmup"] = out
+    stats["tools"] = list(cfg.tools)
+    atomic_write_json(stats_path, stats)
+    dropped = sum(counts.dropped.values())
+    console.print(
+        f"tools: {counts.kept} of {counts.rows} train solutions became tool conversations ({counts.calls} "
+        f"calls, each result checked in the sandbox; {dropped} dropped: data/stats.json tool_warmup) → "
+        f"data/{tool_warmup.FILE}",
+        soft_wrap=True,
     )
+    return out
 
 
 def _warmup_note(

@@ -55,6 +55,10 @@ def sft(
     if note:
         err_console.print(f"[yellow]note:[/] {note}")
     chosen = choose_backend(cfg.backend)
+    if cfg.tools:
+        from cli.train.backends import tool_backend
+
+        chosen = tool_backend(cfg.backend, chosen)
     from cli.run import heartbeat
     from cli.run.console import console
     from cli.train.stages import run_sft

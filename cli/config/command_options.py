@@ -138,6 +138,15 @@ class EvalOptions:
         ge=1,
         le=1024,
     )
+    # A tool run (docs/tools.md "Eval"): each checkpoint with its calls run in the sandbox, without the tool,
+    # or both (the tool-free row after each, and their paired difference: what the tool adds).
+    tools: str = setting(
+        "auto",
+        help="On a tool run: on (calls run in the sandbox, as in training; auto's choice), off (the "
+        "tool-free prompt, no calls run) or both (each checkpoint both ways, and the difference).",
+        flag="--tools",
+        panel=GENERATION,
+    )
 
 
 @dataclass(frozen=True)

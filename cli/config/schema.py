@@ -340,6 +340,15 @@ class GRPOConfig:
         "auto", help="vLLM's share of the GPU: auto (sized from the rollout) or a fraction."
     )
     max_grad_norm: float = setting(1.0, help="Gradient clipping.", gt=0)
+    # Tool-integrated reasoning (config `tools`): TRL's max_tool_calling_iterations. Each round runs every
+    # call the model wrote in its turn; the warm-up writes one call per turn, so rounds are calls.
+    max_tool_calls: int = setting(
+        8,
+        help="Tool calls per completion (rounds of TRL's tool loop); past them the completion ends as it is.",
+        flag="--max-tool-calls",
+        panel=SAMPLING,
+        ge=1,
+    )
     profile_step: int = setting(
         0,
         help="Run this step (from 1; 0: none) under torch.profiler: its ops, kernels and timeline in "
@@ -389,6 +398,32 @@ class GRPOConfig:
 
 
 @dataclass
+class SandboxConfig:
+    """Limits of each python tool call (cli/tools, on pydantic-monty); as cli.tools.SandboxLimits."""
+
+    timeout_s: float = setting(2.0, help="Wall time per tool call, seconds.", gt=0, le=600)
+    memory_mb: int = setting(64, help="Memory per tool call, MiB.", ge=4, le=65536)
+    max_recursion: int = setting(200, help="Recursion depth per tool call.", ge=10, le=100000)
+    max_output_chars: int = setting(
+        2000, help="Characters of a tool result the model sees (the rest is cut, with a note).", ge=64
+    )
+
+    def limits(self) -> Any:
+        """These limits as the sandbox's :class:`cli.tools.SandboxLimits`."""
+        from cli.tools import SandboxLimits
+
+        return SandboxLimits(
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            max_recursion=self.max_recursion,
+            max_output_chars=self.max_output_chars,
+        )
+
+
+TOOLS = ("python",)  # py_rewards.spec.TOOL_NAMES
+
+
+@dataclass
 class Config:
     model: str = setting(
         "tiny",
@@ -406,6 +441,14 @@ class Config:
     )
     format: Any = setting(
         "seed000", help="Format preset name (seed000, seed001) or a mapping of FormatSpec fields."
+    )
+    tools: list[str] = setting(
+        default_factory=list,
+        help="Tools the model may call while it reasons: python (a sandboxed interpreter), or none. "
+        "Remembered by the run (docs/tools.md).",
+        flag="--tools",
+        panel=MODEL,
+        choices=TOOLS,
     )
     preset: str | None = setting(None, help="Seed preset the run started from.")
     seed: int = setting(SEED, help="Random seed (seed 000: 3407).")
@@ -430,6 +473,7 @@ class Config:
     prep: PrepConfig = field(default_factory=PrepConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -438,9 +482,14 @@ class Config:
         from py_rewards.spec import get_spec
 
         try:
-            return get_spec(self.format)
+            spec = get_spec(self.format)
         except (ValueError, TypeError) as exc:
             raise GrpoError(f"config 'format': {exc}") from None
+        if self.tools and not spec.tools:
+            from dataclasses import replace
+
+            spec = replace(spec, tools=tuple(self.tools))
+        return spec
 
 
 # Seed presets. Only what differs from the defaults above.
@@ -517,7 +566,9 @@ PRESETS["cpu"] = {
 }
 
 
-_SECTIONS: dict[str, type] = {"lora": LoraConfig, "prep": PrepConfig, "sft": SFTConfig, "grpo": GRPOConfig}
+_SECTIONS: dict[str, type] = {
+    "lora": LoraConfig, "prep": PrepConfig, "sft": SFTConfig, "grpo": GRPOConfig, "sandbox": SandboxConfig,
+}  # fmt: skip
 
 
 def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -553,6 +604,9 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             kwargs[name] = _rewards(value)
         elif name == "format":
             kwargs[name] = value  # a preset name or a mapping: FormatSpec checks it
+        elif name == "tools" and cls is Config:
+            tools = _coerce(value if value is not None else [], hints[name], "tools")
+            kwargs[name] = [t for t in dict.fromkeys(tools) if t.lower() != "none"]  # `--tools none`: off
         else:
             kwargs[name] = _coerce(value, hints[name], f"{where}.{name}".lstrip("."))
     return cls(**kwargs)

@@ -68,6 +68,8 @@ class Setting:
         if value is None:
             return True  # None means "not set" (the field's type says whether it may be)
         if self.choices:
+            if isinstance(value, list):  # a list setting (config `tools`): every item one of the choices
+                return all(v in self.choices for v in value)
             return value in self.choices
         if isinstance(value, str):
             return True  # e.g. gpu_memory_utilization "auto": checked by its own parser

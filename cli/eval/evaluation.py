@@ -3,6 +3,9 @@
 The command (cli/commands/eval.py) parses and reports; the report files and table are
 :mod:`cli.eval.report`. One base model is loaded; each adapter is attached to it in turn (HF), or
 vLLM decodes every checkpoint's prompts at once (``--engine vllm``).
+
+Long because: one job's rows, engines and scoring stay together; the tool loop (cli/eval/tools.py), pass@k
+(cli/eval/passk.py) and GGUF rows (cli/eval/quantized.py) are their own modules and hook in here.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from cli.run.data import eval_rows
 from cli.run.rundir import RunDir
 
 if TYPE_CHECKING:
+    from cli.eval.tools import ToolEval
     from py_rewards.spec import FormatSpec
 
 BUNDLED = {"gsm8k": "gsm8k_test.jsonl", "math": "math500.jsonl", "math500": "math500.jsonl"}
@@ -108,9 +112,10 @@ def intervals(
 def paired_differences(per_prompt: dict[str, list[float]]) -> list[dict[str, Any]]:
     """Later checkpoint minus earlier, on the same prompts (sft − base, grpo − sft)."""
     from cli.eval.stats import paired_bootstrap
+    from cli.eval.tools import pairs
 
     out = []
-    for a, b in (("base", "sft"), ("sft", "grpo")):
+    for a, b in (("base", "sft"), ("sft", "grpo"), *pairs(per_prompt)):
         if a in per_prompt and b in per_prompt:
             diff, lo, hi = paired_bootstrap(per_prompt[a], per_prompt[b])
             out.append(
@@ -143,10 +148,11 @@ class EvalJob:
     # cli.export.gguf.generate: llama.cpp in a child process).
     ggufs: dict[str, Path] = field(default_factory=dict)
     gguf_runner: Callable[..., dict[str, Any]] | None = None
+    tools: ToolEval | None = None  # a tool run's rows: the tool loop and/or tool-free (cli/eval/tools.py)
 
     def stages(self) -> list[str]:
         """The rows to decode, in table order: the base-chat row follows the base one (first without it)."""
-        rows = list(self.checkpoints)
+        rows = self.tools.stages(self.checkpoints) if self.tools else list(self.checkpoints)
         if self.native_prompts:
             rows.insert(rows.index("base") + 1 if "base" in rows else 0, NATIVE)
         return rows
@@ -165,6 +171,7 @@ class Scored:
 
 def run(job: EvalJob) -> Scored:
     """Decode every checkpoint greedily on the job's prompts and score the completions."""
+    from cli.eval import tools
     from cli.models.resolve import resolve_model
     from cli.run import heartbeat
 
@@ -187,13 +194,14 @@ def run(job: EvalJob) -> Scored:
                 if not job.checkpoints:
                     raise GrpoError("nothing to score: add base, sft or grpo to --models")
         job.engine_info = {"engine": "hf", "batch_size": job.batch_size}
-        pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
-        if job.ggufs:
-            from cli.eval.quantized import decode_all
+        with tools.session(job.tools, tokenizer, job.rows):  # the tool-free prompts; the sandbox, then closed
+            pregenerated = _vllm_generate(job, str(base_path), tokenizer) if job.engine == "vllm" else {}
+            if job.ggufs:
+                from cli.eval.quantized import decode_all
 
-            pregenerated.update(decode_all(job, tokenizer))
-        decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
-        return _decode_and_score(job, pregenerated, decoder)
+                pregenerated.update(decode_all(job, tokenizer))
+            decoder = _HFDecoder(job, base_path, tokenizer) if job.engine == "hf" else None
+            return _decode_and_score(job, pregenerated, decoder)
 
 
 def _decode_and_score(job: EvalJob, pregenerated: dict[str, list[Any]], decoder: _HFDecoder | None) -> Scored:
@@ -266,8 +274,11 @@ class _Tally:
 
 def _vllm_generate(job: EvalJob, base_path: str, tokenizer: Any) -> dict[str, list[Any]]:
     """All prompts of every checkpoint through one vLLM engine (base + each adapter)."""
+    from cli.eval import tools
     from cli.infer.vllm_engine import Extra, generate_all
 
+    if job.tools:
+        return tools.vllm_generate(job, base_path, tokenizer)  # every row through the tool loop
     t_gen = time.time()
     pregenerated, job.engine_info = generate_all(
         base_path,
@@ -297,7 +308,10 @@ class _HFDecoder:
     def generate(
         self, stage: str, progress: Callable[[int], None], tokens: generation.TokenReport | None = None
     ) -> list[generation.Generation]:
-        job = self.job
+        from cli.eval import tools
+
+        job, row = self.job, stage
+        stage = tools.checkpoint(stage)  # a tool-free row decodes its checkpoint
         model, ctx = self.base, None
         prompts, stops = (job.native_prompts, job.native_stops) if stage == NATIVE else (job.prompts, [])
         if stage in ("base", NATIVE):
@@ -314,7 +328,9 @@ class _HFDecoder:
             self.peft_model.set_adapter(current)
             model = self.peft_model
 
-        def decode() -> list[generation.Generation]:
+        def decode() -> list[Any]:
+            if job.tools and row != NATIVE:
+                return tools.hf_decode(job, row, model, self.tokenizer, prompts, progress, tokens)
             return generation.hf_generate(
                 model,
                 self.tokenizer,
@@ -339,7 +355,11 @@ def _gguf_label(stage: str) -> str:
 
 
 def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scored: Scored) -> None:
-    rows, spec = job.rows, job.spec
+    from cli.eval import tools
+
+    rows, spec, ckpt = job.rows, job.spec, tools.checkpoint(stage)
+    if job.tools and stage != ckpt:
+        spec = job.tools.free_spec
     sc = scoring.score(
         spec,
         [g.text for g in gens],
@@ -350,8 +370,8 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
     rewards = [f + a for f, a in zip(sc.format, sc.accuracy, strict=True)]
     result = {
         "checkpoint": stage,
-        "label": NATIVE_LABEL if stage == NATIVE else LABELS.get(stage) or _gguf_label(stage),
-        "adapter": str(job.adapters[stage]) if stage in job.adapters else None,
+        "label": NATIVE_LABEL if stage == NATIVE else LABELS.get(ckpt) or _gguf_label(ckpt),
+        "adapter": str(job.adapters[ckpt]) if ckpt in job.adapters else None,
         **({"gguf": str(job.ggufs[stage])} if stage in job.ggufs else {}),
         "n": len(rows),
         "format_compliance": sum(sc.format_ok) / len(rows),
@@ -373,6 +393,9 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
         result["chat_template"] = "the model's own (the question alone, no system prompt or tags)"
     else:
         scored.per_prompt[stage] = rewards
+    if job.tools and stage != NATIVE:
+        result["label"] = tools.label(stage, LABELS)
+        result.update(tools.columns(spec, gens, sc.correct))
     scored.results.append(result)
     native = stage == NATIVE
     for r, g, f, c, m, le, rw in zip(
@@ -390,6 +413,7 @@ def _score_stage(job: EvalJob, stage: str, gens: list[Any], seconds: float, scor
                 "correct_math": m,
                 "correct_lenient": le,
                 "reward": None if native else rw,
+                **(tools.sample_fields(g) if job.tools and not native else {}),
             }
         )
     scored.rewards_source = sc.source

@@ -10,6 +10,8 @@ from typing import Any
 from cli.common import console, err_console
 from cli.eval import passk, verdict
 from cli.eval.evaluation import EvalJob, Scored, paired_differences
+from cli.eval.tools import markdown as tool_markdown
+from cli.eval.tools import print_table as print_tool_table
 from cli.run.atomic import atomic_dir
 
 NOT_APPLICABLE = "—"  # a column that does not apply to a row (the base-chat row's format columns)
@@ -63,6 +65,7 @@ def markdown_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"\n{pair['b']} − {pair['a']}: mean reward {pair['mean_reward_diff']:+.3f} "
             f"[{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}] (paired bootstrap over prompts)"
         )
+    lines += tool_markdown(results)
     lines += ["", f"Definitions: {ACCURACY_DEFINITION}.", f"Rewards scored by `{meta['rewards']}`.", ""]
     return "\n".join(lines)
 
@@ -192,6 +195,7 @@ def write(job: EvalJob, scored: Scored, data_label: str, skipped: list[str]) -> 
         },
     )
     verdict.print_verdict(report["verdict"], title)
+    print_tool_table(results)
     written = ["report.json", "report.md", "samples.jsonl"] + (["eval.png"] if png is not None else [])
     console.print(f"report: {rd.eval_dir} ({', '.join(written)})")
     if png is None:

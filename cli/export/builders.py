@@ -128,7 +128,8 @@ def build_all(job: Job) -> list[dict[str, Any]]:
         "base_model": str(job.cfg.model),
         "source": job.stage,
     }
-    built = Built(tokenizer, contract, Verifier(job.spec, rows, job.verify_tokens))
+    verifier = Verifier(job.spec, rows, job.verify_tokens, tools=tool_settings(job))
+    built = Built(tokenizer, contract, verifier)
     built.ver.set_probe(tokenizer)
     with _phase(
         f"loading the reference: base + {job.stage} adapter, greedy on {len(rows)} held-out prompts…"
@@ -146,6 +147,17 @@ def build_all(job: Job) -> list[dict[str, Any]]:
     if job.types:
         build_gguf(job, built)
     return built.artifacts
+
+
+def tool_settings(job: Job) -> Any:
+    """A tool run's verification runs the tool loop with the run's limits (None without the tool)."""
+    import dataclasses
+
+    from cli.infer.tool_loop import ToolSettings
+
+    if not job.spec.tools:
+        return None
+    return ToolSettings(job.cfg.grpo.max_tool_calls, dataclasses.asdict(job.cfg.sandbox.limits()))
 
 
 def build_lora(job: Job, built: Built) -> None:

@@ -457,6 +457,30 @@ def ollama_template(spec: FormatSpec, eos: str) -> str:
     )
 
 
+def ollama_tool_template(spec: FormatSpec, eos: str) -> str:
+    """A tool contract's chat template in Ollama's Go-template language: the same text as its Jinja template.
+
+    An assistant turn is its content, then each call (``.ToolCalls``, which Ollama parses back out of the
+    reply by this very block) as ``<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>``, then EOS; a
+    ``tool`` turn is ``<tool_response>\n...\n</tool_response>\n`` and, after one, no generation prompt: the
+    model goes on with its working out."""
+    call = (
+        "{{- range $i, $c := .ToolCalls }}{{ if $i }}\n{{ end }}" + spec.tool_call_start
+        + '\n{"name": "{{ $c.Function.Name }}", "arguments": {{ $c.Function.Arguments }}}\n'
+        + spec.tool_call_end + "{{ end }}"
+    )  # fmt: skip
+    return (
+        "{{- $tool := false }}"
+        "{{- range .Messages }}"
+        '{{- $tool = eq .Role "tool" }}'
+        '{{- if eq .Role "system" }}{{ .Content }}' + eos + '{{- else if eq .Role "user" }}{{ .Content }}'
+        '{{- else if eq .Role "assistant" }}{{ .Content }}' + call + eos
+        + '{{- else if eq .Role "tool" }}' + spec.tool_result_start + "\n{{ .Content }}\n"
+        + spec.tool_result_end + "\n{{ end }}{{ end }}"
+        "{{- if not $tool }}" + spec.reasoning_start + "{{ end }}"
+    )  # fmt: skip
+
+
 def _quote(text: str) -> str:
     if '"""' in text:
         raise GrpoError(
@@ -469,11 +493,13 @@ def modelfile(
     gguf_name: str, spec: FormatSpec, eos: str, *, temperature: float, min_p: float, num_ctx: int
 ) -> str:
     """An Ollama Modelfile for the GGUF next to it (``ollama create NAME -f Modelfile``)."""
+    # A tool run's template keeps the tool turns; its system prompt describes the tool (docs/tools.md).
+    template = ollama_tool_template(spec, eos) if spec.tools else ollama_template(spec, eos)
     lines = [
         f"# Written by `grpo export`; format contract {spec.name} ({spec.contract_hash()[:12]}).",
         "# ollama create my-reasoner -f Modelfile && ollama run my-reasoner",
         f"FROM ./{gguf_name}",
-        f"TEMPLATE {_quote(ollama_template(spec, eos))}",
+        f"TEMPLATE {_quote(template)}",
         f"SYSTEM {_quote(spec.system_prompt)}",
         # Seed 000 samples until EOS; stopping after the solution tag ends a chat turn as soon as the
         # answer is complete (Ollama drops the stop string itself from the reply).
@@ -495,8 +521,10 @@ def generate(
     max_new_tokens: int,
     *,
     timeout: float | None = None,
+    tools: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Load ``path`` in llama.cpp and decode ``prompt_ids`` greedily, in a child process.
+    """Load ``path`` in llama.cpp and decode ``prompt_ids`` greedily, in a child process (through the tool
+    loop, with its own sandbox, when ``tools`` is given: :meth:`cli.export.verify.ToolSettings.request`).
 
     llama.cpp (OpenMP from its own build) and torch (its bundled OpenMP) in one process crashed here now
     and then (SIGSEGV); a child that never imports torch keeps the export alive and the check honest.
@@ -510,7 +538,14 @@ def generate(
     with tempfile.TemporaryDirectory(prefix="grpo-gguf-") as tmp:
         req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
         req.write_text(
-            json.dumps({"prompts": prompts, "prompt_ids": prompt_ids, "max_new_tokens": max_new_tokens})
+            json.dumps(
+                {
+                    "prompts": prompts,
+                    "prompt_ids": prompt_ids,
+                    "max_new_tokens": max_new_tokens,
+                    "tools": tools,
+                }
+            )  # fmt: skip
         )
         cmd = [sys.executable, "-m", "cli.export.gguf", "generate", str(path), str(req), str(res)]
         env = {**_child_env(), llamacpp.ERRORS_ENV: "1"}
@@ -554,14 +589,31 @@ def _generate_main(path: str, request: str, result: str) -> int:
             own = llm.tokenize(prompt)
             out["tokenization_match"].append(own == ids)
             llamacpp.stage("decoding")
-            # The HF prompt ids, so only the weights differ between the two decodings.
-            gen = llm.generate_ids(own if ids is None else ids, req["max_new_tokens"])
+            # The HF prompt ids, so only the weights differ between the two decodings (a tool run's go
+            # through the tool loop below instead).
+            ask = own if ids is None else ids
+            gen = [] if req.get("tools") else llm.generate_ids(ask, req["max_new_tokens"])
             out["ids"].append(gen)
             out["texts"].append(llm.detokenize(gen))
+        if req.get("tools"):
+            out["tool_completions"] = _tool_loop_child(llm, req)
     finally:
         llm.close()
     Path(result).write_text(json.dumps(out))
     return 0
+
+
+def _tool_loop_child(llm: Any, req: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same prompts through the tool loop in llama.cpp: its tokenizer renders the results, its own
+    sandbox runs the calls (what a llama.cpp user's loop does)."""
+    from cli.infer.tool_loop import GGUFBackend, ToolSettings
+    from py_rewards.spec import FormatSpec
+
+    tools = req["tools"]
+    settings = ToolSettings(int(tools["max_tool_calls"]), dict(tools["limits"]))
+    spec = FormatSpec.from_dict(tools["spec"])
+    done = settings.run(GGUFBackend(llm), spec, req["prompts"], req["prompt_ids"], req["max_new_tokens"])
+    return [c.to_json() for c in done]
 
 
 if __name__ == "__main__":  # child process of convert() / quantize() / generate()

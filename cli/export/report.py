@@ -143,3 +143,18 @@ def degraded(artifacts: list[dict[str, Any]], max_loss: float = 0.4) -> list[str
             f"(verify_max_loss {max_loss:g}): rounding erased the fine-tune; {hint}"
         )
     return out
+
+
+def print_tool_agreement(artifacts: list[dict[str, Any]]) -> None:
+    """A tool run's verification: for each artifact, its calls against the HF model's on the same prompts."""
+    for a in artifacts:
+        t = a.get("tools")
+        if not t:
+            continue
+        calls = t["calls_per_completion"]
+        console.print(
+            f"{a['name']}: tool calls match HF on {100 * t['call_match']:.0f}% of prompts, results on "
+            f"{100 * t['result_match']:.0f}%; calls per completion {calls['hf']:.2f} HF / "
+            f"{calls['artifact']:.2f} artifact",
+            soft_wrap=True,
+        )

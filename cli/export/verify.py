@@ -3,6 +3,10 @@
 The held-out prompts are decoded greedily once through HF (base + adapter): the reference. Each
 artifact then decodes the same prompts (HF for LoRA and merged folders, llama.cpp for GGUF, fed the
 HF prompt ids) and is compared token by token, with the rewards of both.
+
+On a tool run (docs/tools.md "Export") every decoding is the tool loop (:mod:`cli.infer.tool_loop`) with the
+run's sandbox limits and ``grpo.max_tool_calls``: the reference and each artifact run their own calls, and
+the comparison adds the tool-call agreement (the same calls, the same results) and the calls of each.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cli.infer.tool_loop import ToolSettings
     from py_rewards.spec import FormatSpec
 
 
@@ -40,8 +45,14 @@ VERIFY_DTYPE = "float32"
 class Verifier:
     """Held-out prompts, the HF reference decoding, and per-artifact comparison."""
 
-    def __init__(self, spec: FormatSpec, rows: list[dict[str, str]], max_new_tokens: int) -> None:
-        self.spec, self.rows, self.max_new_tokens = spec, rows, max_new_tokens
+    def __init__(
+        self,
+        spec: FormatSpec,
+        rows: list[dict[str, str]],
+        max_new_tokens: int,
+        tools: ToolSettings | None = None,
+    ) -> None:
+        self.spec, self.rows, self.max_new_tokens, self.tools = spec, rows, max_new_tokens, tools
         self.prompts: list[str] = []
         self.prompt_ids: list[list[int]] = []
         self.reference: list[Any] = []
@@ -56,14 +67,23 @@ class Verifier:
         self.probe_ids = tokenizer(self.probe, add_special_tokens=False)["input_ids"]
 
     def run_reference(self, model: Any, tokenizer: Any) -> None:
-        from cli.infer import generation, prompting
+        from cli.infer import prompting
 
         self.prompts = [prompting.prompt_text(tokenizer, self.spec, r["question"]) for r in self.rows]
         self.prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in self.prompts]
-        self.reference = generation.hf_generate(
-            model, tokenizer, self.prompts, max_new_tokens=self.max_new_tokens
-        )
+        self.reference = self.decode_hf(model, tokenizer)
         self.ref_scores = self._score([g.text for g in self.reference])
+
+    def decode_hf(self, model: Any, tokenizer: Any) -> list[Any]:
+        """Greedy HF completions of the prompts: the tool loop on a tool run."""
+        from cli.infer import generation
+
+        if self.tools is None:
+            return generation.hf_generate(model, tokenizer, self.prompts, max_new_tokens=self.max_new_tokens)
+        from cli.infer.tool_loop import HFBackend
+
+        return self.tools.run(HFBackend(model, tokenizer), self.spec, self.prompts, self.prompt_ids,
+                              self.max_new_tokens)  # fmt: skip
 
     def _score(self, texts: list[str]) -> Any:
         from cli.eval import scoring
@@ -102,6 +122,7 @@ class Verifier:
                 {"question": r["question"][:200], "hf": ref.text[:400], "artifact": g.text[:400]}
                 for r, ref, g in list(zip(self.rows, self.reference, gens, strict=False))[:2]
             ],
+            **({"tools": tool_agreement(self.reference, gens)} if self.tools is not None else {}),
         }
 
 
@@ -115,7 +136,6 @@ def verify_hf(
 ) -> dict[str, Any]:
     """Reload an HF artifact (merged folder, or base + exported adapter) and decode the prompts in
     ``dtype`` (float32 like the reference: a 16-bit merge is judged by its rounded weights alone)."""
-    from cli.infer import generation
     from cli.models import loading
 
     if adapter is not None:
@@ -126,8 +146,7 @@ def verify_hf(
     tokenizer = loading.load_tokenizer(path if adapter is None else adapter, ver.spec)
     result: dict[str, Any] = {"reloaded": True}
     if ver.rows:
-        gens = generation.hf_generate(model, tokenizer, ver.prompts, max_new_tokens=ver.max_new_tokens)
-        result.update(ver.compare(gens))
+        result.update(ver.compare(ver.decode_hf(model, tokenizer)))
     del model
     gc.collect()
     return result
@@ -137,6 +156,7 @@ def verify_gguf(ver: Verifier, path: Path) -> dict[str, Any]:
     """Reload the GGUF in llama.cpp (a child process) and decode the HF prompt ids greedily."""
     from cli.export import gguf as gg
     from cli.infer import generation
+    from cli.infer.tool_loop import ToolCompletion
 
     if not ver.rows:
         # --verify 0: no decoding to compare, but the file is still loaded and a prompt tokenized, so
@@ -145,14 +165,41 @@ def verify_gguf(ver: Verifier, path: Path) -> dict[str, Any]:
             return {"reloaded": None}
         probe = gg.generate(path, [ver.probe], [list(ver.probe_ids)], 0)
         return {"reloaded": True, "prompt_tokenization_match": float(probe["tokenization_match"][0])}
-    out = gg.generate(path, ver.prompts, ver.prompt_ids, ver.max_new_tokens)
+    tools = ver.tools.request(ver.spec) if ver.tools is not None else None
+    out = gg.generate(path, ver.prompts, ver.prompt_ids, ver.max_new_tokens, tools=tools)
     result: dict[str, Any] = {"reloaded": True}
     if ver.rows:
         same = out["tokenization_match"]
         result["prompt_tokenization_match"] = sum(same) / len(same)
-        gens = [
+        gens: list[Any] = [
             generation.Generation(p, t, ids)
             for p, t, ids in zip(ver.prompts, out["texts"], out["ids"], strict=True)
         ]
+        if tools is not None:
+            pairs = zip(ver.prompts, out["tool_completions"], strict=True)
+            gens = [ToolCompletion.from_json(p, c) for p, c in pairs]
         result.update(ver.compare(gens))
     return result
+
+
+# ---- the tool loop in verification -----------------------------------------------------------------
+def tool_agreement(reference: list[Any], other: list[Any]) -> dict[str, Any]:
+    """How the artifact's tool use matches the reference's, prompt by prompt: the same calls (code, in
+    order), the same results, and the calls per completion of each."""
+    from cli.infer.tool_loop import call_stats
+
+    pairs = list(zip(reference, other, strict=True))
+    n = len(pairs) or 1
+    same_calls = sum(1 for a, b in pairs if [r.code for r in a.calls] == [r.code for r in b.calls])
+    same_results = sum(1 for a, b in pairs if [r.result for r in a.calls] == [r.result for r in b.calls])
+    ref, art = call_stats(reference), call_stats(other)
+    return {
+        "call_match": round(same_calls / n, 4),
+        "result_match": round(same_results / n, 4),
+        "calls_per_completion": {
+            "hf": ref["tool_calls_per_completion"],
+            "artifact": art["tool_calls_per_completion"],
+        },
+        "tool_use": {"hf": ref["tool_use"], "artifact": art["tool_use"]},
+        "tool_errors": {"hf": ref["tool_errors"], "artifact": art["tool_errors"]},
+    }

@@ -187,6 +187,40 @@ def _sampled(
     return groups
 
 
+def greedy_engine(
+    base_path: str, sequences: int, prompt_tokens: int, max_new_tokens: int, adapters: dict[str, Path]
+) -> tuple[Any, dict[str, Any], Any]:
+    """A vLLM engine for greedy decoding of ``sequences`` prompts of up to ``prompt_tokens`` tokens plus
+    ``max_new_tokens`` (tool results included), with ``adapters`` servable; and a function giving each
+    checkpoint's ``LoRARequest`` (None for the base model). `grpo eval`'s tool loop drives it
+    (:class:`cli.infer.tool_loop.VLLMBackend`), as :func:`generate_all` drives its own."""
+    os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")  # the minimal vLLM bundle has no flashinfer
+    import torch
+    from vllm import LLM
+    from vllm.lora.request import LoRARequest
+
+    from cli.infer.vllm_memory import model_shape, plan_vllm
+
+    total = int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+    shape = model_shape(base_path)
+    plan = plan_vllm("auto", shape, sequences=min(sequences, 256), prompt_tokens=prompt_tokens,
+                     completion_tokens=max_new_tokens, total_bytes=total)  # fmt: skip
+    kwargs: dict[str, Any] = {
+        "model": str(base_path), "tokenizer": str(base_path), "max_model_len": prompt_tokens + max_new_tokens,
+        "gpu_memory_utilization": plan.utilization, "max_num_seqs": 256, "seed": 0,
+    }  # fmt: skip
+    if adapters:
+        kwargs.update(enable_lora=True, max_lora_rank=_lora_rank(adapters), max_loras=1)
+    llm = _start(LLM, kwargs)
+    ids = {name: n for n, name in enumerate(adapters, start=1)}
+
+    def lora(stage: str) -> Any:
+        return LoRARequest(stage, ids[stage], str(adapters[stage])) if stage in adapters else None
+
+    info = {"engine": "vllm", "gpu_memory_utilization": plan.utilization, "vllm_gib": plan.vllm_gib}
+    return llm, info, lora
+
+
 def _greedy_base(
     llm: Any,
     tokenizer: Any,

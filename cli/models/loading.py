@@ -30,7 +30,7 @@ def load_tokenizer(path: str | Path, spec: FormatSpec, pad_token: str = "auto") 
         tok = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001
         raise GrpoError(f"cannot load the tokenizer from {path}: {first_line(exc)}") from None
-    tok.chat_template = spec.chat_template()
+    spec.apply_to(tok)
     tok.padding_side = "left"
     pad.for_path(tok, path, pad_token)
     return tok

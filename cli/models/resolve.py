@@ -62,12 +62,14 @@ def build_tiny_tokenizer(spec: FormatSpec) -> Any:
     tok.train_from_iterator(_training_text(), trainer=trainer)
     # Tags as atomic but *non-special* tokens: TRL decodes completions with skip_special_tokens=True.
     tags = [spec.reasoning_start, spec.reasoning_end, spec.solution_start, spec.solution_end]
+    if spec.tools:
+        tags += list(spec.tool_tags.values())
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in tags])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token=TINY_EOS, pad_token=TINY_PAD, model_max_length=4096
     )
     fast.padding_side = "left"
-    fast.chat_template = spec.chat_template()
+    spec.apply_to(fast)
     return fast
 
 
@@ -211,6 +213,6 @@ def load_tokenizer(cfg: Config, run: RunDir) -> Any:
         tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise GrpoError(f"cannot load tokenizer for {cfg.model!r}: {str(exc).splitlines()[0]}") from None
-    tok.chat_template = cfg.format_spec().chat_template()
+    cfg.format_spec().apply_to(tok)
     pad.say(pad.for_path(tok, path, cfg.pad_token))
     return tok

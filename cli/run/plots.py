@@ -91,6 +91,22 @@ def current_attempt(rows: Sequence[dict[str, Any]], stage: str = "grpo") -> list
     return [r for r in steps if int(r.get("attempt") or 1) == last]
 
 
+def _tool_row(axes: Any, steps: list[int], series: Any, marker: str | None) -> None:
+    """A tool run's third row: calls per completion, the share that used the tool, errors, time in it (in the
+    errors' panel, on its right axis, when the row has three panels: a run without the vLLM panels)."""
+    ax_calls, ax_used, ax_err, *rest = axes
+    ax_time = rest[0] if rest else ax_err.twinx()
+    ax_calls.plot(steps, series("tools/calls_per_completion"), marker=marker, color="tab:cyan")
+    ax_calls.set_title("tool calls per completion", fontsize=10)
+    ax_used.plot(steps, [100 * v for v in series("tools/used_share")], marker=marker, color="tab:olive")
+    ax_used.set_ylim(-5, 105)
+    ax_used.set_title("completions that used the tool (%)", fontsize=10)
+    ax_err.plot(steps, [100 * v for v in series("tools/error_rate")], marker=marker, color="tab:red")
+    ax_err.set_title("tool calls that failed (%)\nerror, timeout, memory, cut", fontsize=10)
+    ax_time.plot(steps, series("tools/seconds"), marker=marker, color="tab:gray")
+    ax_time.set_title("seconds in the tool per log step", fontsize=10)
+
+
 def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title: str) -> bytes | None:
     """The GRPO training curves of one attempt; None without matplotlib or without rows."""
     plt = pyplot()
@@ -105,8 +121,12 @@ def train_png(rows: Sequence[dict[str, Any]], reward_names: Sequence[str], title
     ratio = "sampling/importance_sampling_ratio"
     # The two vLLM panels only when the run logged them (rollouts through vLLM): a CPU run has none.
     vllm = any(not math.isnan(v) for v in series(f"{ratio}/mean"))
-    fig, axes = plt.subplots(2, 4 if vllm else 3, figsize=(17 if vllm else 13, 6.4))
-    (ax_r, ax_each, ax_zero, *ax_is), (ax_len, ax_kl, ax_loss, *ax_gap) = axes
+    tools = any(_num(r.get("tools/calls_per_completion")) is not None for r in rows)  # a tool run
+    size = (17 if vllm else 13, 9.6 if tools else 6.4)
+    fig, axes = plt.subplots(3 if tools else 2, 4 if vllm else 3, figsize=size)
+    (ax_r, ax_each, ax_zero, *ax_is), (ax_len, ax_kl, ax_loss, *ax_gap) = axes[:2]
+    if tools:
+        _tool_row(axes[2], steps, series, marker)
 
     reward, spread = series("reward"), series("reward_std")
     ax_r.plot(steps, reward, marker=marker, color="tab:blue", label="mean reward")

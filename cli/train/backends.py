@@ -11,6 +11,9 @@ patched LoRA layers (and its vLLM LoRA hand-off) stay in place.
 The trainer arguments that depend on the hardware (precision, optimizer, gradient checkpointing) are the
 plan's (:mod:`cli.train.plan`); on a CPU, the hf backend's log-probs come from our LM head
 (:mod:`cli.train.lm_head`), since TRL's Triton kernel has no CPU driver.
+
+Long because: both backends' loading, LoRA and saving, and the choice between them (with a tool run's
+refusal of Unsloth), are one decision read in one place.
 """
 
 from __future__ import annotations
@@ -91,6 +94,24 @@ def choose_grpo_backend(requested: str, *, gpu_vllm: bool) -> tuple[str, str]:
     if chosen == "unsloth":
         return chosen, "auto → unsloth: installed, and the rollouts use HF generate (no vLLM on a GPU here)"
     return chosen, "auto → hf: unsloth is not installed"
+
+
+def tool_backend(requested: str, chosen: str) -> str:
+    """A tool run (config ``tools``) trains on the hf backend: TRL's tool loop (``tools=``) is the one this
+    release runs and tests (HF generate on the CPU; TRL colocate or server vLLM on a GPU, the same code
+    path). Unsloth's generated trainers and its fast_inference rollouts are not checked with it, so a tool
+    run is not half-run there (docs/tools.md "Training")."""
+    if chosen != "unsloth":
+        return chosen
+    if requested == "unsloth":
+        raise GrpoError(
+            "--tools python: the unsloth backend does not run TRL's tool loop here; use --backend hf "
+            "(TRL with HF generate, or colocated vLLM on a GPU)"
+        )
+    err_console.print(
+        "[yellow]note:[/] tools: using the hf backend (TRL's tool loop; Unsloth's is not checked)"
+    )
+    return "hf"
 
 
 def import_backend(backend: str, *, use_vllm: bool = False) -> None:
@@ -244,7 +265,7 @@ def _pad_tokenizer_dir(run: RunDir, tokenizer: Any) -> str:
 def _prepare_tokenizer(tokenizer: Any, cfg: Config) -> Any:
     # Unsloth may hand back a processor; the text tokenizer is inside it.
     tok = getattr(tokenizer, "tokenizer", tokenizer)
-    tok.chat_template = cfg.format_spec().chat_template()
+    cfg.format_spec().apply_to(tok)  # the chat template (and, with tools, the response template)
     return tok
 
 

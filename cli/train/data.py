@@ -103,9 +103,11 @@ def _sft_messages(df: Any, spec: FormatSpec) -> tuple[list[list[dict[str, str]]]
 
 
 def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
-    """Seed 000 stage-1 format examples as chat-templated text."""
+    """Seed 000 stage-1 format examples as chat-templated text (a tool run: :func:`tool_sft_dataset`)."""
     from datasets import Dataset
 
+    if cfg.tools:
+        return tool_sft_dataset(cfg, run, tokenizer)
     spec = cfg.format_spec()
     if (run.data_dir / "sft.parquet").exists():
         source = "sft.parquet"
@@ -169,4 +171,52 @@ def sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str
         )
     info["loss_on"] = "completion"
     rows = [{"prompt": p, "completion": t[len(p) :]} for t, p in zip(texts, prompts, strict=True)]
+    return Dataset.from_list(rows), info
+
+
+def tool_sft_dataset(cfg: Config, run: RunDir, tokenizer: Any) -> tuple[Any, dict[str, Any]]:
+    """A tool run's warm-up: prep's tool conversations (data/sft_tools.parquet), tokenized with the chat
+    template, the loss on the assistant's tokens only (its ``{% generation %}`` parts: the working out, the
+    calls, EOS and the answer; not the prompt, not the tool results). Pre-tokenized rows with
+    ``assistant_masks``: TRL turns the mask into labels, on either backend."""
+    from datasets import Dataset
+
+    from cli.prep import tool_warmup
+
+    path = run.data_dir / tool_warmup.FILE
+    if not path.exists():
+        raise GrpoError(
+            f"this is a tool run (config tools: {', '.join(cfg.tools)}) but {path} is missing: re-run "
+            f"`grpo prep gsm8k --tools {','.join(cfg.tools)} --run {run.path}`"
+        )
+    table = read_table(run, tool_warmup.FILE, (tool_warmup.COLUMN,))
+    limit = sft_length_cap(cfg.max_seq_length, cfg.sft.max_example_tokens)
+    rows: list[dict[str, list[int]]] = []
+    too_long = 0
+    for text in table[tool_warmup.COLUMN]:
+        out = tokenizer.apply_chat_template(
+            tool_warmup.messages_of(str(text)),
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+        )
+        ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
+        if len(ids) > limit:
+            too_long += 1
+            continue
+        rows.append({"input_ids": ids, "assistant_masks": mask})
+        if cfg.sft.num_examples and len(rows) >= cfg.sft.num_examples:
+            break
+    if not rows:
+        raise GrpoError(
+            f"none of the {len(table)} tool conversations in {tool_warmup.FILE} fits {limit} tokens "
+            "(sft.max_example_tokens, max_seq_length/2): raise max_seq_length or sft.max_example_tokens"
+        )
+    info = {
+        "source": tool_warmup.FILE,
+        "columns": tool_warmup.COLUMN,
+        "examples": len(rows),
+        "dropped_long": too_long,
+        "loss_on": "assistant (not the tool results)",
+    }
     return Dataset.from_list(rows), info

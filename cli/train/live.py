@@ -10,6 +10,9 @@ step and stop; the stage then saves its adapter and records where it stopped. On
 (generation, a stuck reward) does not wait for the step: the rollout is dropped at once, and since no
 weight has changed since the last optimizer step, that step's checkpoint and adapter are saved. A second
 one outside a rollout stops at once and saves nothing from the step under way.
+
+Long because: the live line gathers every signal a step logs (rewards, IS ratio, memory, the audit, the
+tool columns) in one callback.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from cli.run import heartbeat, signals
 from cli.run.console import console, err_console
 from cli.run.ranks import any_rank
 from cli.run.rundir import RunDir
+from cli.train import tool_use
 from cli.train.canary import GAP_KEY, RATIO_KEY
 
 if TYPE_CHECKING:
@@ -313,6 +317,8 @@ class LiveView:
             row["gpu_peak_gib"] = obs.device_peak.peak_gib
         if obs.refill is not None:
             row.update(obs.refill.take_row())
+        if obs.tools is not None:
+            row.update(obs.tools.take(window))
         if obs.canary is not None:
             obs.canary.check(row)
 
@@ -344,6 +350,9 @@ class LiveView:
             parts.append(f"format {row['format_hit_rate']:.0%}")
         if _num(row.get("audit_agreement")) is not None:
             parts.append(f"audit {row['audit_agreement']:.0%}")
+        tools = tool_use.console_part(row)
+        if tools:
+            parts.append(tools)
         if _num(row.get("frac_reward_zero_std")) is not None:
             parts.append(f"zero-std {row['frac_reward_zero_std']:.0%}")
         if _num(row.get("completions/mean_length")) is not None:

@@ -130,6 +130,8 @@ class GrpoPlan:
                 "mode": mode, "min": g.vllm_is_min, "max": g.vllm_is_max,
             },
             "dynamic_sampling": {"max_retries": g.dynamic_max_retries} if g.dynamic_sampling else None,
+            "tools": {"tools": list(self.cfg.tools), "max_tool_calls": g.max_tool_calls,
+                      "loop": "TRL tools= (max_tool_calling_iterations)"} if self.cfg.tools else None,
             "unsloth_scoring": dataclasses.asdict(layout) if (layout := self.unsloth_scoring()) else None,
             "dtype": self.dtype,
             "world_size": self.hardware.world,
@@ -188,6 +190,8 @@ class GrpoPlan:
             reward_weights=[r.weight for r in self.rewards],
             max_grad_norm=g.max_grad_norm,
             report_to=g.report_to,
+            # TRL's own tool loop (tools=): the same on HF generate and on colocated or server vLLM.
+            **({"max_tool_calling_iterations": g.max_tool_calls} if self.cfg.tools else {}),
             **self._rollout_args(eos_token),
         )
 
@@ -302,6 +306,8 @@ def make_plan(
     chosen, why = backends.choose_grpo_backend(cfg.backend, gpu_vllm=gpu_vllm)
     if (launch.wanted or url) and chosen != (chosen := _scale_out_backend(cfg.backend, chosen, launch)):
         why = "hf: several processes and TRL's vLLM server train under the hf backend"
+    if cfg.tools and chosen != (chosen := backends.tool_backend(cfg.backend, chosen)):
+        why = "hf: a tool run trains with TRL's tool loop (the hf backend)"
     if dora and (g.vllm_server or (g.vllm != "off" and (g.vllm == "on" or _vllm_possible(hw)))):
         if chosen != (chosen := _dora_with_vllm(chosen, allow_dora_merge)):
             why = "hf: DoRA reaches vLLM merged into the weights (--allow-dora-merge), TRL colocate's way"

@@ -7,10 +7,14 @@ Both stages train a LoRA; GRPO continues the run's SFT adapter when there is one
 `grpo grpo` carries out a :class:`~cli.train.plan.GrpoPlan` (every decision is the plan's) and reads as
 its story: load → data → trainer → train → report (:mod:`cli.train.report`). The trainers are our
 subclasses of the backend's TRL trainers (:mod:`cli.train.trainer`).
+
+Long because: both stages' load → data → trainer → train → report, with the GPU step's levers, the tool
+run and the placebo attempt hooked in, read top to bottom.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -67,7 +71,9 @@ def run_sft(cfg: Config, run: RunDir, *, backend: str) -> dict[str, Any]:
     console.print(
         f"sft: {data_info['examples']} format examples from {data_info['source']} │ backend {backend} │ "
         f"{'max_steps ' + str(steps) if steps > 0 else str(s.epochs) + ' epochs'} │ lr {s.learning_rate:g} │ "
-        f"batch {s.batch_size}x{s.grad_accum}" + (" │ loss on the answers" if s.completion_only_loss else "")
+        f"batch {s.batch_size}x{s.grad_accum}"
+        + (" │ loss on the answers" if s.completion_only_loss and not cfg.tools else "")
+        + (" │ loss on the model's turns (not the tool results)" if cfg.tools else "")
     )
     if cfg.lora.dora:
         err_console.print(f"[yellow]note:[/] {backends.DORA_COST}")
@@ -134,7 +140,8 @@ def _sft_args(cfg: Config, run: RunDir, steps: int, packing: bool, backend: str,
         num_train_epochs=float(s.epochs or 1),
         lr_scheduler_type=s.lr_scheduler,
         dataset_text_field="text",
-        completion_only_loss=bool(s.completion_only_loss),
+        # A tool run's rows come tokenized with the assistant mask (cli/train/data.py tool_sft_dataset).
+        completion_only_loss=bool(s.completion_only_loss) and not cfg.tools,
         max_length=cfg.max_seq_length,
         packing=packing,
         report_to="none",
@@ -175,9 +182,12 @@ def run_grpo(plan: GrpoPlan) -> dict[str, Any]:
     # Ctrl-C (or SIGTERM) from the banner on means "stop at the step's end": one that comes while the trainer
     # is being built stops before the first rollout, as one during the rollout does.
     interrupt = Interrupt(abandon_rollouts=world_size() == 1)
-    with interrupt.installed():
+    tools = _tool_run(plan)
+    with interrupt.installed(), contextlib.ExitStack() as stack:
+        if tools is not None:
+            stack.enter_context(tools)  # the sandbox's workers end with the stage, whatever happens
         announce(plan, data_info)
-        trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt)
+        trainer, obs, live = _trainer(plan, model, tokenizer, dataset, interrupt, tools)
         start_step, stopped, train_s = _train_or_finish(trainer, model, plan, interrupt)
     if obs.tracker is not None and obs.tracker.audit is not None:
         obs.tracker.audit.close()  # what it was given, judged and written; then the process ends
@@ -211,6 +221,15 @@ def _control_start(plan: GrpoPlan, dataset: Any, data_info: dict[str, Any]) -> A
         soft_wrap=True,
     )
     return dataset
+
+
+def _tool_run(plan: GrpoPlan) -> Any:
+    """The python tool's sandbox for a tool run (config ``tools``), else None."""
+    if not plan.cfg.tools:
+        return None
+    from cli.train.tool_use import ToolRun
+
+    return ToolRun(plan.cfg.format_spec(), plan.cfg.sandbox.limits())
 
 
 def _load(plan: GrpoPlan) -> tuple[Any, Any]:
@@ -292,7 +311,7 @@ def kept_unsloth_args(config: Any, args: dict[str, Any]) -> None:
 
 
 def _trainer(
-    plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any, interrupt: Interrupt
+    plan: GrpoPlan, model: Any, tokenizer: Any, dataset: Any, interrupt: Interrupt, tools: Any = None
 ) -> tuple[Any, Observers, Any]:
     """Our GRPO trainer over ``model`` with the plan's arguments, its instruments and its live view."""
     import torch
@@ -304,7 +323,7 @@ def _trainer(
     from cli.train.phases import PhaseTimes
     from cli.train.rewards import RewardTracker, wrap_rewards
     from cli.train.trainer import grpo_trainer_class
-    from cli.train.vllm_levers import engine_kwargs, engine_settings, install_lora_sync, time_hand_off
+    from cli.train.vllm_levers import engine_kwargs, engine_settings
 
     g = plan.cfg.grpo
     tracker = RewardTracker()
@@ -331,6 +350,7 @@ def _trainer(
         canary=RolloutCanary(from_adapter=plan.from_adapter, dtype=plan.dtype) if plan.use_vllm else None,
         tracker=tracker,
         device_peak=DevicePeak().start(),
+        tools=tools,
     )
     config = GRPOConfig(**args)
     kept_unsloth_args(config, args)
@@ -338,17 +358,9 @@ def _trainer(
         trainer = grpo_trainer_class()(
             model=model, processing_class=tokenizer, reward_funcs=funcs, args=config,
             train_dataset=dataset, observers=obs, lm_head=plan.support, padding_free=plan.padding_free,
+            **({"tools": tools.tools()} if tools is not None else {}),
         )  # fmt: skip
-    if plan.trl_engine and g.vllm_sync == "lora" and (why := install_lora_sync(trainer)):
-        err_console.print(f"[yellow]note:[/] grpo.vllm_sync lora: TRL's hand-off stays ({why})")
-    if plan.trl_engine:
-        time_hand_off(trainer, obs.timed)  # phase_sync_s: the hand-off's own time
-    quiet_trainer(trainer)
-    if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
-        atomic_write_json(plan.checkpoints / "trainer_args.json", trainer.args.to_dict())
-        if not (plan.checkpoints / INPUTS).exists():  # what it began on: --resume refuses other inputs
-            began = attempt_inputs(plan.run, plan.cfg.format_spec().contract_hash())
-            atomic_write_json(plan.checkpoints / INPUTS, began)
+    _after_build(plan, trainer, obs)
     spec = LiveSpec(
         max_steps=g.max_steps,
         attempt=plan.attempt,
@@ -371,6 +383,22 @@ def _trainer(
 
         trainer.add_callback(profiler_callback(g.profile_step, plan.run.logs_dir / "profile"))
     return trainer, obs, live
+
+
+def _after_build(plan: GrpoPlan, trainer: Any, obs: Observers) -> None:
+    """The GPU step's hand-off levers on the built trainer, its chatter quieted, and the attempt's record."""
+    from cli.train.vllm_levers import install_lora_sync, time_hand_off
+
+    if plan.trl_engine and plan.cfg.grpo.vllm_sync == "lora" and (why := install_lora_sync(trainer)):
+        err_console.print(f"[yellow]note:[/] grpo.vllm_sync lora: TRL's hand-off stays ({why})")
+    if plan.trl_engine:
+        time_hand_off(trainer, obs.timed)  # phase_sync_s: the hand-off's own time
+    quiet_trainer(trainer)
+    if is_main():  # what the trainer runs with, after the backend's own changes (the attempt's record)
+        atomic_write_json(plan.checkpoints / "trainer_args.json", trainer.args.to_dict())
+        if not (plan.checkpoints / INPUTS).exists():  # what it began on: --resume refuses other inputs
+            began = attempt_inputs(plan.run, plan.cfg.format_spec().contract_hash())
+            atomic_write_json(plan.checkpoints / INPUTS, began)
 
 
 def _train_or_finish(

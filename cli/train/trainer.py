@@ -72,6 +72,7 @@ class Observers:
     canary: Any = None  # cli.train.canary.RolloutCanary: rollout engine vs trainer (reads the rows)
     tracker: Any = None  # cli.train.rewards.RewardTracker: time in rewards, format hits (read by the view)
     device_peak: Any = None  # cli.train.gpu_memory.DevicePeak: the device's memory (read by the view)
+    tools: Any = None  # cli.train.tool_use.ToolRun: the python tool's sandbox and counters (tool runs)
 
     def timed(self, phase: str) -> contextlib.AbstractContextManager[None]:
         return self.phases.timed(phase) if self.phases is not None else contextlib.nullcontext()
@@ -149,9 +150,12 @@ def grpo_trainer_class() -> type:
             with self.grpo_observers.timed("generate"):
                 return super()._generate(*args, **kwargs)
 
-        def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
+        def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, *args: Any) -> Any:
+            tools = self.grpo_observers.tools
+            if tools is not None:  # the rewards score the model's own text of a tool conversation
+                completions = tools.see(completions)
             with self.grpo_observers.timed("rewards"):
-                return super()._calculate_rewards(*args, **kwargs)
+                return super()._calculate_rewards(inputs, prompts, completions, *args)
 
         def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
             with self.grpo_observers.timed("logprobs"):
