@@ -41,10 +41,9 @@ def main() -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from cli.config.schema import resolve
-    from cli.models.loading import load_tokenizer
-    from cli.models.resolve import resolve_model
-    from cli.run.rundir import RunDir
+    from cli.config import resolve
+    from cli.models import load_tokenizer, resolve_model
+    from cli.run import RunDir
     from cli.tools import PythonSandbox
 
     run = RunDir(a.run)

@@ -39,9 +39,9 @@ def grpo(*args: object) -> None:
 def build(root: Path, steps: int, gens: int) -> Path:
     from tool_runs import FORMAT, QUESTIONS, teach_tool
 
-    from cli.config.schema import resolve
-    from cli.models.resolve import resolve_model
-    from cli.run.rundir import RunDir
+    from cli.config import resolve
+    from cli.models import resolve_model
+    from cli.run import RunDir
 
     run = root / "run"
     taught = root / "taught"  # prep and the teaching are done: a second --build only redoes GRPO

@@ -10,3 +10,13 @@
 
 Nothing here imports a framework or reads a run directory: the run layer (:mod:`cli.run`) sits on top.
 """
+
+from cli.common import lazy_exports
+
+# What tools outside the package (bench/) may use: `from cli.config import NAME` loads its module on first
+# use.
+_EXPORTS = {
+    "resolve": "schema",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -19,6 +19,7 @@ from cli.common import lazy_exports
 _EXPORTS = {
     "build_tiny_tokenizer": "resolve",
     "import_gguf": "gguf_import",
+    "load_tokenizer": "loading",
     "loading": "loading:",
     "materialize_gemma": "resolve",
     "resolve_model": "resolve",
