@@ -232,6 +232,7 @@ def test_grpo_with_the_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     pd.DataFrame(
         {"question": [QUESTION] * 4, "answer": ["18"] * 4, "solution": [None] * 4, "prompt_tokens": [0] * 4}
     ).to_parquet(run.data_dir / "train.parquet")
+    rerecord(run, "train.parquet")  # as prep records its files: eval and grpo check them (issue 40)
     over = {"grpo.max_steps": 1, "grpo.gens": 2, "grpo.max_completion_length": 64, "grpo.temperature": 0.7}
     cfg = resolve(saved=run.saved_config(), overrides=over)
     call_the_tool(resolve_model(cfg, run))
@@ -261,3 +262,16 @@ def test_grpo_with_the_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     ]
     assert any(SPEC.render_tool_result("18") in m for m in masked)  # the sandbox's result, out of the loss
     assert (run.path / "logs" / "train.png").exists()
+
+
+def rerecord(run, name: str) -> None:
+    """Record a data file this test wrote in the manifest, as `grpo prep` records the files it writes."""
+    from cli.run.atomic import atomic_write_json, file_sha256
+
+    manifest = run.manifest()
+    for stage in manifest.get("stages", {}).values():
+        files = stage.get("files") if isinstance(stage, dict) else None
+        for info in (files or {}).values() if isinstance(files, dict) else ():
+            if isinstance(info, dict) and info.get("path") == f"data/{name}":
+                info["sha256"] = file_sha256(run.data_dir / name)
+    atomic_write_json(run.path / "manifest.json", manifest)

@@ -293,8 +293,8 @@ def make_plan(
     if checkpoint is not None:
         check_resume(control, attempt, attempt_dir)
     if checkpoint is not None and not child:
-        check_resume_inputs(attempt_dir, attempt, attempt_inputs(rd, cfg.format_spec().contract_hash()))
         distributed.check_resume(checkpoint, launch)
+        check_resume_inputs(attempt_dir, attempt, attempt_inputs(rd, cfg.format_spec().contract_hash()))
     if launch.wanted and not child:
         distributed.check_plan(launch)
     if url:
