@@ -24,6 +24,11 @@
 #                                                    #   its evaluations (GSM8K base/SFT/GRPO in one call, MATH500)
 #   bash bench/gpu/h200_qwen_coder.sh unsloth            # (background) C alone on the GPU: C_STEPS steps, its IS ratio
 #   bash bench/gpu/h200_qwen_coder.sh hf                 # (background) A alone for GRPO_SECONDS, no evaluations
+#   bash bench/gpu/h200_qwen_coder.sh tools PARTS_DIR    # (background) T: the tool run (issue 39 item 7): prep
+#                                                    #   --tools python, SFT, GRPO for GRPO_SECONDS, GSM8K with
+#                                                    #   and without the tool, MATH500; needs the small payload
+#                                                    #   made with EXTRA="pydantic-monty==1.4.0
+#                                                    #   pydantic-monty-client==1.4.0 pydantic-monty-runtime==1.4.0"
 #   bash bench/gpu/h200_qwen_coder.sh dynamic            # (background) D = A + grpo.dynamic_sampling, alone, for
 #                                                    #   GRPO_SECONDS, then GSM8K SFT/GRPO in one call
 #   [PAD=0] bash bench/gpu/h200_qwen_coder.sh backends PARTS_DIR # (background) what the learning issue lacks, in one
@@ -212,6 +217,39 @@ case "${1:-}" in
     until_deadline A "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/A" --config "$W/qc.yaml" --backend hf --vllm on
     stamp "A done: $(grep -E '^(grpo done|interrupted)' "$W/A.log" | tail -1)"; touch "$W/hf.done"
     ;;
+  tools)  # T: tool-integrated reasoning on round 11's settings. prep gsm8k --tools python (GSM8K's calculator
+    # annotations as sandbox-checked python calls) → SFT with round 11's budget → GRPO with the sandboxed tool
+    # for GRPO_SECONDS (hf + TRL colocated vLLM) → GSM8K (SFT and GRPO, with the tool, then the GRPO checkpoint
+    # without it) and MATH500. Paired against round 11's stored completions afterwards, here:
+    # bench/paired_runs.py bench/results/learning-qwen-coder/gsm8k_samples.jsonl.gz:grpo OUT/T_gsm8k.jsonl.gz:grpo
+    parts=${2:?parts dir}
+    ( cd "$parts" && sha256sum -c --quiet --ignore-missing SHA256SUMS ) || { stamp "a part is damaged"; exit 1; }
+    [ -e "$W/qwen2.5-coder-1.5b-instruct.gguf" ] || cat "$parts"/gguf.part_* > "$W/qwen2.5-coder-1.5b-instruct.gguf"
+    echo "$GGUF_SHA  $W/qwen2.5-coder-1.5b-instruct.gguf" | sha256sum -c --quiet || { stamp "gguf sha256 differs"; exit 1; }
+    while [ ! -e "$W/unpack.done" ]; do sleep 2; done
+    config; rm -rf "$W/runs/T" "$W/tools.done"; mkdir -p "$W/runs"
+    stamp "T prep"
+    python3 -m cli prep gsm8k --run "$W/runs/T" --model "$W/qwen2.5-coder-1.5b-instruct.gguf" --tools python \
+      --source "$W/data/gsm8k/train.jsonl" --eval-size 50 --config "$W/qc.yaml" > "$W/Tprep.log" 2>&1 \
+      || { stamp "T prep failed"; tail -5 "$W/Tprep.log"; exit 1; }
+    stamp "T prep done: $(tail -1 "$W/Tprep.log")"
+    grpo sft --run "$W/runs/T" --config "$W/qc.yaml" --backend hf > "$W/Tsft.log" 2>&1 \
+      || { stamp "T sft failed"; tail -5 "$W/Tsft.log"; exit 1; }
+    stamp "$(grep -E '^sft done' "$W/Tsft.log")"
+    until_deadline T "$GRPO_SECONDS" python3 -m cli grpo --run "$W/runs/T" --config "$W/qc.yaml" --backend hf --vllm on
+    stamp "T done: $(grep -E '^(grpo done|interrupted|error)' "$W/T.log" | tail -1)"
+    grpo eval --run "$W/runs/T" --source "$W/data/gsm8k/test.jsonl" --models sft,grpo --engine vllm \
+      --max-new-tokens 384 > "$W/evalT.log" 2>&1; stamp "evalT exit $?"
+    cp "$W/runs/T/eval/report.json" "$W/T_gsm8k_report.json"; gzip -c "$W/runs/T/eval/samples.jsonl" > "$W/T_gsm8k.jsonl.gz"
+    grpo eval --run "$W/runs/T" --source "$W/data/gsm8k/test.jsonl" --models grpo --engine vllm --tools off \
+      --max-new-tokens 384 > "$W/evalTnotool.log" 2>&1; stamp "evalT (tool off) exit $?"
+    cp "$W/runs/T/eval/report.json" "$W/T_gsm8k_notool_report.json"
+    gzip -c "$W/runs/T/eval/samples.jsonl" > "$W/T_gsm8k_notool.jsonl.gz"
+    grpo eval --run "$W/runs/T" --source "$W/data/math/test.jsonl" --models sft,grpo --engine vllm \
+      --max-new-tokens 512 > "$W/evalTmath.log" 2>&1; stamp "evalT math exit $?"
+    cp "$W/runs/T/eval/report.json" "$W/T_math_report.json"; gzip -c "$W/runs/T/eval/samples.jsonl" > "$W/T_math.jsonl.gz"
+    touch "$W/tools.done"
+    ;;
   dynamic)  # D alone for GRPO_SECONDS, then GSM8K (SFT and D in one call)
     config; rm -rf "$W/runs/D"; cp -r "$W/runs/sft" "$W/runs/D"
     stamp "D (dynamic sampling) start"
@@ -284,7 +322,7 @@ case "${1:-}" in
     bash "$0" status
     ;;
   status)
-    for f in phases.log padeos.log gemma.log serve.log S.log probe.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log; do
+    for f in phases.log padeos.log gemma.log serve.log S.log probe.log overhead.log prep.log sft.log A.log B.log C.log D.log F.log evalA.log evalX.log evalD.log Tprep.log Tsft.log T.log evalT.log evalTnotool.log evalTmath.log; do
       [ -f "$W/$f" ] && { echo "== $f"; grep -vE '^\s*$' "$W/$f" | tail -n 3 | cut -c1-300; }
     done; ls "$W"/*.done 2>/dev/null; nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     ;;
@@ -294,8 +332,9 @@ case "${1:-}" in
     cp "$W/is_floor.json" "$W/eval_checkpoints.json" "$W/eval_checkpoints.samples.jsonl.gz" "$out/" 2>/dev/null
     cp "$W/runs/A/eval/report.json" "$out/evalA_report.json" 2>/dev/null
     cp "$W/runs/D/eval/report.json" "$out/evalD_report.json" 2>/dev/null
+    cp "$W"/T_*.json "$W"/T_*.jsonl.gz "$out/" 2>/dev/null
     tar -czf "$out/logs.tgz" -C "$W" --ignore-failed-read prep.log sft.log A.log B.log C.log D.log F.log \
-      evalA.log evalX.log evalD.log phases.log overhead.log overhead serve.log S.log probe.log probe_before.json \
+      evalA.log evalX.log evalD.log Tprep.log Tsft.log T.log evalT.log evalTnotool.log evalTmath.log phases.log overhead.log overhead serve.log S.log probe.log probe_before.json \
       probe_after.json runs/S/logs/train.png runs/A/manifest.json runs/A/eval/samples.jsonl \
       runs/D/manifest.json runs/D/eval/samples.jsonl runs/A/logs/train.png runs/B/logs/train.png \
       runs/C/logs/train.png runs/D/logs/train.png runs/sft/logs/metrics.jsonl runs/C/logs/grpo.log \
