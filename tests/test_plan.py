@@ -33,6 +33,24 @@ def test_budget_is_one_rule() -> None:
         RolloutBudget.of(cfg, {"max_prompt_length": 1024}, flag="--max-new-tokens")
 
 
+def test_auto_dtype_is_bf16_where_the_hardware_multiplies_it_natively() -> None:
+    """``dtype: auto``: bf16 on a bf16 GPU and on a CPU with native bf16 (AVX512-BF16 or AMX), fp16 on an
+    older GPU, float32 on other CPUs; a dtype the config names wins everywhere."""
+    from cli.train.hardware import Hardware, cpu_bf16, training_dtype
+
+    def hw(cuda: bool, bf16: bool, cpu: bool) -> Hardware:
+        return Hardware(cuda, 80 << 30 if cuda else None, bf16, False, 1, False, cpu)
+
+    assert training_dtype("auto", hw(True, True, False)) == "bfloat16"
+    assert training_dtype("auto", hw(True, False, True)) == "float16"
+    assert training_dtype("auto", hw(False, False, True)) == "bfloat16"
+    assert training_dtype("auto", hw(False, False, False)) == "float32"
+    assert training_dtype("fp32", hw(False, False, True)) == "float32"
+    assert training_dtype("bf16", hw(False, False, False)) == "bfloat16"
+    flags = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags"))
+    assert cpu_bf16() == any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+
+
 def test_plan_is_made_without_torch_and_maps_our_names_to_trl(prepped: Path, tmp_path: Path) -> None:
     run = fresh_copy(prepped, tmp_path)
     code = f"""

@@ -89,8 +89,10 @@ def test_dry_run_shows_the_backend_reason_and_the_levers(prepped: Path, tmp_path
 def test_padding_free_training_logs_the_same_steps(prepped: Path, tmp_path: Path) -> None:
     """The same seed and SFT adapter, `grpo grpo` on the hf backend with grpo.padding_free off and on: the
     same rollouts (generation untouched), so the same loss, gradient norm, entropy and rewards at each step,
-    to float32 noise. (From a fresh LoRA two identical runs differ in their gradient norms: its init is not
-    reproducible across processes, so both start from one SFT adapter.)"""
+    to float32 noise. Both run in float32: ``dtype: auto`` is bf16 on a CPU with native bf16, whose rounding
+    differs between a padded and a packed pass by more than this test's bound. (From a fresh LoRA two
+    identical runs differ in their gradient norms: its init is not reproducible across processes, so both
+    start from one SFT adapter.)"""
     import shutil
 
     from helpers import grpo_cli, metrics, ok
@@ -101,7 +103,7 @@ def test_padding_free_training_logs_the_same_steps(prepped: Path, tmp_path: Path
     for free in (False, True):
         run = shutil.copytree(sft, tmp_path / f"free-{free}" / "run", symlinks=True)
         cfg = tmp_path / f"free-{free}.yaml"
-        cfg.write_text(f"grpo:\n  padding_free: {str(free).lower()}\n")
+        cfg.write_text(f"dtype: float32\ngrpo:\n  padding_free: {str(free).lower()}\n")
         args = ["--run", str(run), "--backend", "hf", "--vllm", "off", "--gens", "4", "--batch-size", "8",
                 "--rewards", "tests._hash_rewards:text_hash", "--max-steps", "3",
                 "--max-completion-length", "24"]  # fmt: skip

@@ -19,6 +19,7 @@ _EXPORTS = {
     "Auditor": "audit",
     "PhaseTimes": "phases",
     "Support": "lm_head",
+    "cpu_bf16": "hardware",
     "grpo_dataset": "data",
     "kind_reader": "profile:_kind_reader",
     "score_tokens": "lm_head",

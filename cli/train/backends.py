@@ -325,6 +325,7 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from cli.train.hardware import cpu_bf16
     from cli.train.lora_inputs import skip_casts_under_autocast
 
     dtype = _torch_dtype(cfg.dtype)
@@ -332,7 +333,7 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
         if torch.cuda.is_available():
             dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         else:
-            dtype = torch.float32  # CPUs without AMX run bf16 matmuls slowly
+            dtype = torch.bfloat16 if cpu_bf16() else torch.float32  # as training_dtype decides
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError) as exc:
