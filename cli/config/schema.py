@@ -545,10 +545,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 # over the answer's tokens alone). 50 steps of 2 keep the README's CPU recipe, prep to eval, near 10
 # minutes. lr 6e-4: format after SFT on 50 held-out prompts 47, 47 and 44 of 50 in three runs, against 43
 # and 41 at 3e-4 and 34 at 1e-3 (same-seed runs part from step 3 on, CPU float sums; every miss is a greedy
-# loop to the cap). The hf backend is the one measured on the CPU here. GRPO: 4 completions of <= 128 tokens
-# a step (the SFT answers are <= 220 tokens with the question; 192 tokens made a step 105-134 s on a 135M
-# model): on Gemma-3-270M a step took 49.8 CPU-seconds (106 s wall at load 8-10 on 2 cores, 2026-12-05;
-# generation ~70 % of it). No model: `--model` (or the run's) keeps it.
+# loop to the cap; that choice was made in float32). The hf backend is the one measured on the CPU here.
+# GRPO: 4 completions of <= 128 tokens a step (the SFT answers are <= 220 tokens with the question; 192
+# tokens made a step 105-134 s on a 135M model). On 2 idle cores with native bf16 (dtype auto -> bf16,
+# cli.train.hardware.cpu_bf16), Gemma-3-270M: SFT 4.1 s a step (format on the 50 held-out prompts 46 of
+# 50), GRPO 21.7 s a step, 24.2 s at most (33.4 s in float32; generation ~75 % of it). No model: `--model`
+# (or the run's) keeps it.
 PRESETS["cpu"] = {
     "backend": "hf",
     "max_seq_length": 512,
