@@ -29,6 +29,7 @@ from cli.run.atomic import atomic_dir
 from cli.run.console import err_console
 from cli.run.ranks import barrier, is_main, local_rank
 from cli.run.rundir import RunDir
+from cli.train.hardware import cpu_bf16, sharded
 
 if TYPE_CHECKING:
     from cli.config.schema import Config
@@ -325,7 +326,6 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from cli.train.hardware import cpu_bf16
     from cli.train.lora_inputs import skip_casts_under_autocast
 
     dtype = _torch_dtype(cfg.dtype)
@@ -360,13 +360,6 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
         ) from None
     skip_casts_under_autocast(model)  # float32 adapters on bf16 weights: no input copy under autocast
     return model
-
-
-def sharded() -> bool:
-    """Launched under DeepSpeed ZeRO or FSDP (accelerate sets these for the ranks)?"""
-    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" or (
-        os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
-    )
 
 
 def load_adapter_weights(model: Any, adapter: Path) -> None:

@@ -32,8 +32,6 @@ class Hardware:
 
     @classmethod
     def probe(cls) -> Hardware:
-        from cli.train.backends import sharded
-
         cuda, total, bf16 = _gpu()
         bnb = importlib.util.find_spec("bitsandbytes") is not None
         return cls(cuda, total, bf16, bnb, ranks.world_size(), sharded(), cpu_bf16())
@@ -67,6 +65,13 @@ def _gpu() -> tuple[bool, int | None, bool]:
         return True, int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), major >= 8
     except Exception:  # noqa: BLE001 - no NVML library or no driver: no GPU
         return False, None, False
+
+
+def sharded() -> bool:
+    """Launched under DeepSpeed ZeRO or FSDP (accelerate sets these for the ranks)?"""
+    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true" or (
+        os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+    )
 
 
 @functools.cache
