@@ -54,29 +54,24 @@ test-rust:
 # lets tests/test_rewards.py check that a Rust panic is a Python exception.
 DEBUG_CORE_DIR := target/debug-hooks
 
-# The kill-and-resume tests (tests/test_faults.py: ~30 `grpo` commands forked from one warm interpreter,
-# tests/zygote.py) and the README chain (7 `grpo` processes) run beside the rest, on the other core: the
-# suite's wall time drops by theirs. Their progress lines reach the terminal as they happen (fd 3,
-# tests/terminal.py), the rest of their output after the main run. Each pytest gets its own --basetemp;
-# tests/budget.py stretches every test's limit by the load it sees.
+# pytest-xdist: JOBS worker processes (default: the cores, at most 4), whole test files handed out as workers
+# come free (--dist loadfile: a module's fixtures are built once, in one worker). Most of a test's time is a
+# `grpo` process importing the training stack on one core, so two workers keep a 2-core machine busy. The
+# session's tiny model, prep and trained run are built once and shared (tests/conftest.py, built_once);
+# long tests' progress lines reach the terminal as they happen (tests/terminal.py); tests/budget.py stretches
+# every test's limit by the load it sees.
 TEST_ENV = PY_REWARDS_DEBUG_CORE=$(abspath $(DEBUG_CORE_DIR))/debug/libreward_core.so HF_HUB_OFFLINE=1
-BESIDE ?= tests/test_faults.py tests/test_chain.py
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST = -n $(JOBS) --dist loadfile
 
 test-py: has-py
 	cargo build -p reward_core --features python,debug-hooks --target-dir $(DEBUG_CORE_DIR)
-	@tmp=$$(mktemp -d); \
-	echo "== beside the rest: $(BESIDE) (progress lines marked [beside]; the report after the main run's) =="; \
-	$(TEST_ENV) GRPO_TEST_PROGRESS_FD=3 $(PY) -m pytest -q --durations=5 --basetemp=$$tmp/beside $(BESIDE) \
-		3>&1 > $$tmp/beside.log 2>&1 & \
-	beside=$$!; trap 'kill $$beside 2>/dev/null; rm -rf '"$$tmp" EXIT; \
-	$(TEST_ENV) $(PY) -m pytest -q --durations=15 --basetemp=$$tmp/main $(addprefix --ignore=,$(BESIDE)) $(TESTS); rc=$$?; \
-	wait $$beside; brc=$$?; echo "== $(BESIDE), run beside the rest =="; cat $$tmp/beside.log; \
-	[ $$rc -eq 0 ] && [ $$brc -eq 0 ]
+	$(TEST_ENV) $(PY) -m pytest -q $(XDIST) --durations=15 $(TESTS)
 
 # The developer loop: no end-to-end run, and not the ~30 s differential test of math_equal against
 # Math-Verify (make test runs both).
 test-fast: has-py
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow and not differential"
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST) -m "not slow and not differential"
 
 lint: has-py
 	$(PY) -m ruff check cli py_rewards tests bench tools

@@ -308,15 +308,6 @@ def make_run(root: Path) -> Path:
     return run.path
 
 
-def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One built run per test session (export, chat and eval tests use it), copied by tests that damage it."""
-    root = tmp_path_factory.getbasetemp() / "tiny-run"
-    if not (root / "grpo" / "adapter" / "adapter_model.safetensors").exists():
-        shutil.rmtree(root, ignore_errors=True)
-        make_run(root)
-    return root
-
-
 # ---- in-process results (CliRunner) ------------------------------------------------------------
 def said(output: str) -> list[str]:
     """The non-blank lines of ``output`` but the heartbeat's (``  … prep: reading x (0:06)``,
