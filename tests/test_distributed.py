@@ -278,6 +278,7 @@ def health_server():
     thread.start()
     yield f"127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+    server.server_close()
 
 
 def test_vllm_server_reachable_but_vllm_missing(tmp_path: Path, health_server: str) -> None:

@@ -139,7 +139,7 @@ def test_row01_a_new_run_being_made_is_refused_to_a_second_prep(tmp_path: Path, 
         assert snapshot(run) == before
     finally:
         holder.send_signal(signal.SIGKILL)
-        holder.wait()
+        holder.communicate()  # and its pipe closed
 
 
 @pytest.mark.slow
@@ -645,7 +645,7 @@ def test_row12_eval_is_refused_by_the_lock_in_seconds(trained: Path) -> None:
         }
     finally:
         holder.send_signal(signal.SIGKILL)
-        holder.wait()
+        holder.communicate()  # and its pipe closed
 
 
 @pytest.mark.parametrize("command", ["grpo", "sft"])

@@ -51,14 +51,14 @@ def error_line(result) -> str:
 
 def gold_gsm8k(path: Path) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for r in map(json.loads, path.open()):
+    for r in map(json.loads, path.read_text().splitlines()):
         out.setdefault(r["question"], set()).add(r["answer"].split("####")[-1].strip().replace(",", ""))
     return out
 
 
 def gold_math500(path: Path) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for r in map(json.loads, path.open()):
+    for r in map(json.loads, path.read_text().splitlines()):
         out.setdefault(r["problem"], set()).add(r["answer"].strip())
     return out
 
@@ -81,7 +81,7 @@ def math_verl(tmp_path_factory) -> Path:
     """MATH in the verl layout of the full Hendrycks copies (nangongrui-ngr/NGRPO `data/math/*.parquet`):
     prompt messages, and a ground truth that is a dict {question, solution, target}. No sample of that
     file is bundled, so it is written here from the bundled MATH500 rows, field for field."""
-    rows = [json.loads(line) for line in (SAMPLES / "math500.jsonl").open()]
+    rows = [json.loads(line) for line in (SAMPLES / "math500.jsonl").read_text().splitlines()]
     path = tmp_path_factory.mktemp("verl") / "math_verl.parquet"
     pd.DataFrame(
         {
@@ -166,7 +166,7 @@ def test_p90_cut_is_exact(runner, tiny_run, tiny_model_dir):
     spec = get_spec("seed000")
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     tok.chat_template = spec.chat_template()
-    questions = [json.loads(line)["question"] for line in src.open()][:n]
+    questions = [json.loads(line)["question"] for line in src.read_text().splitlines()][:n]
     # Seed 000: len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True))
     lengths = {}
     for question in questions:

@@ -98,7 +98,7 @@ def test_one_writer_per_run_directory(tmp_path: Path) -> None:
         assert after == before
     finally:
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # and its pipe closed
     RunDir(run).hold("grpo sft")  # the dead holder's lock: taken over at once
     release_locks()
     RunDir(run).hold("grpo sft")  # and released at the command's end

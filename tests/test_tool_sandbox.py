@@ -223,7 +223,7 @@ def test_a_killed_host_leaves_no_worker() -> None:
     workers = [p.pid for p in psutil.Process(host.pid).children(recursive=True)]
     assert workers
     host.kill()
-    host.wait()
+    host.communicate()  # and its pipe closed
     deadline = time.monotonic() + LIMITS.timeout_s + 5
     alive = workers
     while alive and time.monotonic() < deadline:

@@ -69,6 +69,7 @@ class Auditor:
         self.results: queue.Queue[dict[str, Any]] = queue.Queue()
         self.skipped = 0
         self.proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
         self.observe_seconds = 0.0  # time spent in the training thread (the overhead of a step)
         self._acc: Callable[..., Any] | None = None
 
@@ -79,7 +80,8 @@ class Auditor:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
         )  # fmt: skip
         threading.Thread(target=self._feed, daemon=True, name="audit-feed").start()
-        threading.Thread(target=self._read, daemon=True, name="audit-read").start()
+        self._reader = threading.Thread(target=self._read, daemon=True, name="audit-read")
+        self._reader.start()
         return self
 
     def _feed(self) -> None:
@@ -97,11 +99,14 @@ class Auditor:
 
     def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.results.put(json.loads(line))
-            except ValueError:
-                continue
+        try:
+            for line in self.proc.stdout:
+                try:
+                    self.results.put(json.loads(line))
+                except ValueError:
+                    continue
+        except (OSError, ValueError):  # closed by close() after its wait
+            return
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -236,8 +241,15 @@ class Auditor:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        time.sleep(0.05)  # the reader thread's last lines
+        if self._reader is not None:
+            self._reader.join(timeout=2)  # the process has ended: its last lines, then end of file
         self.collect()
+        for pipe in (self.proc.stdin, self.proc.stdout):  # not left to the garbage collector
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except (OSError, ValueError):
+                    pass
 
     def _once(self, key: str, text: str) -> None:
         if key not in self.warned:
