@@ -29,7 +29,7 @@ from cli.run.atomic import atomic_dir
 from cli.run.console import err_console
 from cli.run.ranks import barrier, is_main, local_rank
 from cli.run.rundir import RunDir
-from cli.train.hardware import cpu_bf16, sharded
+from cli.train.hardware import Hardware, sharded, training_dtype
 
 if TYPE_CHECKING:
     from cli.config.schema import Config
@@ -328,12 +328,7 @@ def _load_hf(cfg: Config, path: str, lora: dict[str, Any]) -> Any:
 
     from cli.train.lora_inputs import skip_casts_under_autocast
 
-    dtype = _torch_dtype(cfg.dtype)
-    if dtype is None:
-        if torch.cuda.is_available():
-            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        else:
-            dtype = torch.bfloat16 if cpu_bf16() else torch.float32  # as training_dtype decides
+    dtype = _torch_dtype(training_dtype(cfg.dtype, Hardware.probe()))  # the one rule the plan also shows
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError) as exc:
